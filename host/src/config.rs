@@ -1,0 +1,567 @@
+//! Gateway configuration: the TOML file as written (`Raw*`, serde with `deny_unknown_fields`) and
+//! the validated, typed [`Config`] the rest of the gateway uses. Validation reports every problem at
+//! once, each with its path (`models[2].base_url: ...`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use url::Url;
+
+/// Model id a client may send to let the gateway choose the model.
+pub const AUTO_ROUTER: &str = "auto-router";
+
+/// A model id as clients name it (newtype so ids are not mixed with other strings).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModelId(pub String);
+
+impl fmt::Display for ModelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    Chat,
+    Embedding,
+}
+
+impl ModelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Chat => "chat",
+            ModelKind::Embedding => "embedding",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Member,
+    Auditor,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Member => "member",
+            Role::Auditor => "auditor",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as written.
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    sovereign_id: String,
+    region: String,
+    default_model: String,
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    models: Vec<RawModel>,
+    #[serde(default)]
+    teams: Vec<RawTeam>,
+    #[serde(default)]
+    keys: Vec<RawKey>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawServer {
+    listen: String,
+    max_body_bytes: u64,
+    max_connections: u32,
+    header_read_timeout_ms: u64,
+    body_read_timeout_ms: u64,
+    shutdown_grace_ms: u64,
+}
+
+impl Default for RawServer {
+    fn default() -> Self {
+        RawServer {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 4 * 1024 * 1024,
+            max_connections: 10_000,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            shutdown_grace_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    id: String,
+    #[serde(default)]
+    upstream_model: Option<String>,
+    family: String,
+    kind: ModelKind,
+    #[serde(default)]
+    languages: Vec<String>,
+    region: String,
+    #[serde(default)]
+    local: bool,
+    base_url: String,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    input_cost_per_mtok: f64,
+    #[serde(default)]
+    output_cost_per_mtok: f64,
+    #[serde(default = "default_context_window")]
+    context_window: u32,
+    #[serde(default = "default_connect_timeout_ms")]
+    connect_timeout_ms: u64,
+    #[serde(default = "default_first_byte_timeout_ms")]
+    first_byte_timeout_ms: u64,
+    #[serde(default = "default_total_timeout_ms")]
+    total_timeout_ms: u64,
+    #[serde(default = "default_stream_idle_timeout_ms")]
+    stream_idle_timeout_ms: u64,
+}
+
+fn default_context_window() -> u32 {
+    8192
+}
+fn default_connect_timeout_ms() -> u64 {
+    2_000
+}
+fn default_first_byte_timeout_ms() -> u64 {
+    60_000
+}
+fn default_total_timeout_ms() -> u64 {
+    600_000
+}
+fn default_stream_idle_timeout_ms() -> u64 {
+    60_000
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTeam {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    name: String,
+    team: String,
+    role: Role,
+    /// `sha256:<64 hex>` of the secret; the secret itself is never in the file.
+    hash: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The validated configuration.
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub sovereign_id: String,
+    pub region: String,
+    pub default_model: ModelId,
+    pub server: ServerConfig,
+    /// In file order (the order `/v1/models` lists them).
+    pub models: Vec<Arc<ModelConfig>>,
+    pub teams: Vec<TeamConfig>,
+    pub keys: Vec<KeyConfig>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub max_body_bytes: usize,
+    pub max_connections: usize,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub shutdown_grace: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub id: ModelId,
+    /// The name the upstream server knows the model by.
+    pub upstream_model: String,
+    pub family: String,
+    pub kind: ModelKind,
+    pub languages: Vec<String>,
+    pub region: String,
+    pub local: bool,
+    /// Base URL of an OpenAI-compatible server, ending in `/` (e.g. `http://host:8000/v1/`).
+    pub base_url: Url,
+    /// Name of the environment variable holding the upstream's API key.
+    pub api_key_env: Option<String>,
+    pub input_cost_per_mtok: f64,
+    pub output_cost_per_mtok: f64,
+    pub context_window: u32,
+    pub timeouts: UpstreamTimeouts,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamTimeouts {
+    pub connect: Duration,
+    /// Until the upstream's response headers arrive.
+    pub first_byte: Duration,
+    /// Whole exchange, non-streaming and streaming alike.
+    pub total: Duration,
+    /// Longest silence between two streamed chunks.
+    pub stream_idle: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct TeamConfig {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyConfig {
+    pub name: String,
+    pub team: String,
+    pub role: Role,
+    pub hash: [u8; 32],
+}
+
+/// Every problem found in a configuration, each with its path.
+#[derive(Debug, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<String>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            f.write_str(e)?;
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigErrors(vec![format!("{}: {e}", path.display())]))?;
+        Config::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|e| ConfigErrors(vec![e.to_string().trim().into()]))?;
+        validate(raw)
+    }
+
+    pub fn model(&self, id: &str) -> Option<&Arc<ModelConfig>> {
+        self.models.iter().find(|m| m.id.0 == id)
+    }
+}
+
+fn validate(raw: RawConfig) -> Result<Config, ConfigErrors> {
+    let mut errors = Vec::new();
+    let mut err = |path: String, msg: &str| errors.push(format!("{path}: {msg}"));
+
+    if raw.sovereign_id.trim().is_empty() {
+        err("sovereign_id".into(), "must not be empty");
+    }
+    if raw.region.trim().is_empty() {
+        err("region".into(), "must not be empty");
+    }
+
+    let s = &raw.server;
+    let listen = match s.listen.parse::<SocketAddr>() {
+        Ok(a) => Some(a),
+        Err(_) => {
+            err("server.listen".into(), "not an address of the form IP:PORT");
+            None
+        }
+    };
+    if s.max_body_bytes == 0 || s.max_body_bytes > 1 << 30 {
+        err(
+            "server.max_body_bytes".into(),
+            "must be between 1 and 1 GiB",
+        );
+    }
+    if s.max_connections == 0 {
+        err("server.max_connections".into(), "must be at least 1");
+    }
+    for (name, v) in [
+        ("header_read_timeout_ms", s.header_read_timeout_ms),
+        ("body_read_timeout_ms", s.body_read_timeout_ms),
+    ] {
+        if v == 0 {
+            err(format!("server.{name}"), "must be at least 1");
+        }
+    }
+
+    let mut models = Vec::new();
+    let mut seen = HashMap::new();
+    for (i, m) in raw.models.into_iter().enumerate() {
+        let p = format!("models[{i}]");
+        if m.id.trim().is_empty() || m.id.chars().any(char::is_whitespace) {
+            err(
+                format!("{p}.id"),
+                "must be non-empty and contain no white space",
+            );
+        } else if m.id == AUTO_ROUTER {
+            err(format!("{p}.id"), "`auto-router` is reserved");
+        } else if let Some(j) = seen.insert(m.id.clone(), i) {
+            err(format!("{p}.id"), &format!("duplicate of models[{j}].id"));
+        }
+        if m.family.trim().is_empty() {
+            err(format!("{p}.family"), "must not be empty");
+        }
+        if m.region.trim().is_empty() {
+            err(format!("{p}.region"), "must not be empty");
+        }
+        for (j, l) in m.languages.iter().enumerate() {
+            if !is_language_code(l) {
+                err(
+                    format!("{p}.languages[{j}]"),
+                    "must be a lower-case ISO 639-1 code such as `ar`",
+                );
+            }
+        }
+        let base_url = match Url::parse(&m.base_url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                Some(with_trailing_slash(u))
+            }
+            _ => {
+                err(
+                    format!("{p}.base_url"),
+                    "must be an http(s) URL such as http://127.0.0.1:8000/v1",
+                );
+                None
+            }
+        };
+        for (name, v) in [
+            ("input_cost_per_mtok", m.input_cost_per_mtok),
+            ("output_cost_per_mtok", m.output_cost_per_mtok),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                err(format!("{p}.{name}"), "must be a non-negative number");
+            }
+        }
+        for (name, v) in [
+            ("connect_timeout_ms", m.connect_timeout_ms),
+            ("first_byte_timeout_ms", m.first_byte_timeout_ms),
+            ("total_timeout_ms", m.total_timeout_ms),
+            ("stream_idle_timeout_ms", m.stream_idle_timeout_ms),
+        ] {
+            if v == 0 {
+                err(format!("{p}.{name}"), "must be at least 1");
+            }
+        }
+        if let Some(env) = &m.api_key_env
+            && env.trim().is_empty()
+        {
+            err(
+                format!("{p}.api_key_env"),
+                "must name an environment variable",
+            );
+        }
+        if let Some(base_url) = base_url {
+            models.push(Arc::new(ModelConfig {
+                upstream_model: m.upstream_model.unwrap_or_else(|| m.id.clone()),
+                id: ModelId(m.id),
+                family: m.family,
+                kind: m.kind,
+                languages: m.languages,
+                region: m.region,
+                local: m.local,
+                base_url,
+                api_key_env: m.api_key_env,
+                input_cost_per_mtok: m.input_cost_per_mtok,
+                output_cost_per_mtok: m.output_cost_per_mtok,
+                context_window: m.context_window,
+                timeouts: UpstreamTimeouts {
+                    connect: Duration::from_millis(m.connect_timeout_ms),
+                    first_byte: Duration::from_millis(m.first_byte_timeout_ms),
+                    total: Duration::from_millis(m.total_timeout_ms),
+                    stream_idle: Duration::from_millis(m.stream_idle_timeout_ms),
+                },
+            }));
+        }
+    }
+
+    match models.iter().find(|m| m.id.0 == raw.default_model) {
+        Some(m) if m.kind != ModelKind::Chat => {
+            err("default_model".into(), "must name a chat model");
+        }
+        Some(_) => {}
+        None if seen.contains_key(&raw.default_model) => {}
+        None => err(
+            "default_model".into(),
+            &format!(
+                "`{}` is not one of the configured models",
+                raw.default_model
+            ),
+        ),
+    }
+
+    let mut teams = Vec::new();
+    let mut team_ids = HashMap::new();
+    for (i, t) in raw.teams.into_iter().enumerate() {
+        if t.id.trim().is_empty() {
+            err(format!("teams[{i}].id"), "must not be empty");
+        } else if let Some(j) = team_ids.insert(t.id.clone(), i) {
+            err(
+                format!("teams[{i}].id"),
+                &format!("duplicate of teams[{j}].id"),
+            );
+        }
+        teams.push(TeamConfig {
+            name: t.name.unwrap_or_else(|| t.id.clone()),
+            id: t.id,
+        });
+    }
+
+    let mut keys = Vec::new();
+    let mut hashes = HashMap::new();
+    for (i, k) in raw.keys.into_iter().enumerate() {
+        let p = format!("keys[{i}]");
+        if !team_ids.contains_key(&k.team) {
+            err(
+                format!("{p}.team"),
+                &format!("`{}` is not one of the teams", k.team),
+            );
+        }
+        match parse_key_hash(&k.hash) {
+            Some(hash) => {
+                if let Some(j) = hashes.insert(hash, i) {
+                    err(format!("{p}.hash"), &format!("same key as keys[{j}]"));
+                }
+                keys.push(KeyConfig {
+                    name: k.name,
+                    team: k.team,
+                    role: k.role,
+                    hash,
+                });
+            }
+            None => err(
+                format!("{p}.hash"),
+                "must be `sha256:` followed by 64 hex digits (see `sovereign hash-key`)",
+            ),
+        }
+    }
+
+    match listen {
+        Some(listen) if errors.is_empty() => Ok(Config {
+            sovereign_id: raw.sovereign_id,
+            region: raw.region,
+            default_model: ModelId(raw.default_model),
+            server: ServerConfig {
+                listen,
+                max_body_bytes: usize::try_from(s.max_body_bytes).unwrap_or(usize::MAX),
+                max_connections: s.max_connections as usize,
+                header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
+                body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
+                shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
+            },
+            models,
+            teams,
+            keys,
+        }),
+        _ => Err(ConfigErrors(errors)),
+    }
+}
+
+fn is_language_code(l: &str) -> bool {
+    l.len() == 2 && l.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// `Url::join` treats a base without a trailing slash as a file and drops its last segment.
+fn with_trailing_slash(mut u: Url) -> Url {
+    if !u.path().ends_with('/') {
+        let p = format!("{}/", u.path());
+        u.set_path(&p);
+    }
+    u
+}
+
+fn parse_key_hash(s: &str) -> Option<[u8; 32]> {
+    let hex_part = s.strip_prefix("sha256:")?;
+    let bytes = hex::decode(hex_part).ok()?;
+    bytes.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+sovereign_id = "gw-1"
+region = "sa-riyadh-1"
+default_model = "m1"
+
+[[models]]
+id = "m1"
+family = "jais"
+kind = "chat"
+languages = ["ar", "en"]
+region = "sa-riyadh-1"
+local = true
+base_url = "http://127.0.0.1:9000/v1"
+
+[[teams]]
+id = "t"
+
+[[keys]]
+name = "admin"
+team = "t"
+role = "admin"
+hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+"#;
+
+    #[test]
+    fn parses_a_good_config() {
+        let c = Config::parse(GOOD).unwrap();
+        assert_eq!(c.models[0].base_url.as_str(), "http://127.0.0.1:9000/v1/");
+        assert_eq!(c.models[0].upstream_model, "m1");
+        assert_eq!(c.server.listen.port(), 8080);
+    }
+
+    #[test]
+    fn reports_every_error_with_its_path() {
+        let bad = GOOD
+            .replace(
+                "base_url = \"http://127.0.0.1:9000/v1\"",
+                "base_url = \"ftp:/x\"",
+            )
+            .replace("languages = [\"ar\", \"en\"]", "languages = [\"Arabic\"]")
+            .replace("team = \"t\"", "team = \"nope\"")
+            .replace("default_model = \"m1\"", "default_model = \"m9\"");
+        let e = Config::parse(&bad).unwrap_err();
+        let text = e.to_string();
+        for needle in [
+            "models[0].base_url",
+            "models[0].languages[0]",
+            "keys[0].team",
+            "default_model",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from:\n{text}");
+        }
+        assert_eq!(e.0.len(), 4, "{text}");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let e = Config::parse(&format!("{GOOD}\nbogus = 1\n")).unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+}

@@ -1,0 +1,83 @@
+//! Reading a JSON request body under the gateway's limits: the content type must be JSON, the
+//! body must fit the size limit (checked from `Content-Length` before reading, and while reading)
+//! and must arrive within the body-read timeout; the result is a JSON object.
+
+use axum::body::Body;
+use http::{HeaderMap, StatusCode, header};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+use crate::config::ServerConfig;
+
+pub async fn read_json_object(
+    headers: &HeaderMap,
+    body: Body,
+    server: &ServerConfig,
+) -> Result<Map<String, Value>, ApiError> {
+    check_content_type(headers)?;
+    let limit = server.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::payload_too_large(limit));
+    }
+    let read = Limited::new(body, limit).collect();
+    let bytes = match tokio::time::timeout(server.body_read_timeout, read).await {
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "invalid_request_error",
+                "The request body did not arrive in time.",
+            )
+            .with_code("request_timeout"));
+        }
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return Err(ApiError::payload_too_large(limit));
+        }
+        Ok(Err(_)) => {
+            return Err(ApiError::bad_request("The request body could not be read."));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    if bytes.is_empty() {
+        return Err(ApiError::bad_request(
+            "The request body is empty; a JSON object is required.",
+        ));
+    }
+    if std::str::from_utf8(&bytes).is_err() {
+        return Err(ApiError::bad_request(
+            "The request body is not valid UTF-8.",
+        ));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::bad_request(
+            "The request body must be a JSON object.",
+        )),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "The request body is not valid JSON: {e}."
+        ))),
+    }
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else if ct.is_empty() {
+        Err(ApiError::bad_request(
+            "Missing Content-Type header; send `Content-Type: application/json`.",
+        ))
+    } else {
+        Err(ApiError::bad_request(format!(
+            "Unsupported Content-Type `{ct}`; send `Content-Type: application/json`."
+        )))
+    }
+}

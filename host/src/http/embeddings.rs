@@ -1,0 +1,61 @@
+//! `POST /v1/embeddings`: validated, routed to an embedding model, proxied, and answered in the
+//! convention's shape with the gateway's model id.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::chat::set_route_headers;
+use super::error::ApiError;
+use super::validate::EmbeddingsRequest;
+use super::{AppState, body};
+use crate::auth::Principal;
+use crate::config::ModelKind;
+use crate::metrics::Metrics;
+use crate::routing;
+
+pub async fn embeddings(
+    State(app): State<AppState>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
+    let mut request = EmbeddingsRequest::parse(raw)?;
+    let route = routing::route(&app.0.config, &request.model, ModelKind::Embedding)?;
+    let model = &route.model;
+    request
+        .body
+        .insert("model".into(), Value::String(model.upstream_model.clone()));
+    let upstream_body = Bytes::from(serde_json::to_vec(&request.body).unwrap_or_default());
+    let result = async {
+        let exchange = app
+            .0
+            .upstreams
+            .post(model, "embeddings", upstream_body)
+            .await?;
+        app.0.upstreams.read_json(model, exchange).await
+    }
+    .await;
+    let mut response = match result {
+        Ok(mut answer) => {
+            if let Some(obj) = answer.as_object_mut() {
+                obj.insert("model".into(), Value::String(model.id.0.clone()));
+            }
+            Json(answer).into_response()
+        }
+        Err(e) => {
+            Metrics::inc(&app.0.metrics.upstream_errors_total);
+            ApiError::from(e).into_response()
+        }
+    };
+    set_route_headers(response.headers_mut(), &route);
+    tracing::debug!(key = %principal.key_id, model = %model.id, "embeddings");
+    Ok(response)
+}

@@ -1,0 +1,171 @@
+//! The `sovereign` command line: parses arguments and starts the library's servers.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use sovereign::config::Config;
+use sovereign::simulator::{Behaviour, FailMode};
+use sovereign::{auth, demo, run, run_simulator, shutdown_signal};
+
+#[derive(Parser)]
+#[command(
+    name = "sovereign",
+    version,
+    about = "Sovereign Gateway: an OpenAI-compatible gateway for self-hosted models"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway with a configuration file.
+    Serve {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Run the gateway on embedded defaults in front of a built-in simulated model fleet.
+    Demo {
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// Where the demo keeps its files (its generated config, later its store).
+        #[arg(long, default_value = "sovereign-data")]
+        data_dir: PathBuf,
+    },
+    /// Run the simulated model fleet alone (an OpenAI-compatible server), e.g. for benchmarks.
+    Simulate {
+        #[arg(long, default_value = "127.0.0.1:9000")]
+        listen: SocketAddr,
+        /// Delay before each response's headers, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        latency_ms: u64,
+        /// Delay between two streamed tokens, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        token_interval_ms: u64,
+    },
+    /// Validate a configuration file and print every error with its path.
+    CheckConfig { file: PathBuf },
+    /// Generate a new API key: prints the secret and the `hash` line for the config file.
+    Keygen,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::CheckConfig { file } => match Config::load(&file) {
+            Ok(c) => {
+                println!(
+                    "{}: OK ({} models, {} teams, {} keys)",
+                    file.display(),
+                    c.models.len(),
+                    c.teams.len(),
+                    c.keys.len()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for e in &errors.0 {
+                    eprintln!("{}: {e}", file.display());
+                }
+                ExitCode::from(1)
+            }
+        },
+        Command::Keygen => {
+            let secret = auth::generate_secret();
+            println!("key {secret}");
+            println!("hash = \"{}\"", auth::hash_for_config(&secret));
+            ExitCode::SUCCESS
+        }
+        command => match runtime().and_then(|rt| rt.block_on(serve_command(command))) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+async fn serve_command(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { config } => {
+            let config = Config::load(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let listener = bind(config.server.listen).await?;
+            announce(&listener)?;
+            run(listener, config, shutdown_signal()).await
+        }
+        Command::Demo { listen, data_dir } => {
+            let fleet = bind("127.0.0.1:0".parse()?).await?;
+            let fleet_url = format!("http://{}", fleet.local_addr()?);
+            let (stop_fleet, fleet_stopped) = tokio::sync::oneshot::channel::<()>();
+            let fleet_task = tokio::spawn(run_simulator(fleet, Behaviour::default(), async {
+                let _ = fleet_stopped.await;
+            }));
+
+            let listener = bind(listen).await?;
+            let keys = demo::DemoKeys::generate();
+            let text = demo::demo_config(listener.local_addr()?, &fleet_url, &keys);
+            let path = demo::write_config(&data_dir, &text)?;
+            let config = Config::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+            tracing::info!(config = %path.display(), fleet = %fleet_url, "demo configuration written");
+            let mut out = std::io::stdout().lock();
+            for (name, _, secret) in &keys.keys {
+                writeln!(out, "key {name} {secret}")?;
+            }
+            drop(out);
+            announce(&listener)?;
+            let result = run(listener, config, shutdown_signal()).await;
+            let _ = stop_fleet.send(());
+            let _ = fleet_task.await;
+            result
+        }
+        Command::Simulate {
+            listen,
+            latency_ms,
+            token_interval_ms,
+        } => {
+            let listener = bind(listen).await?;
+            announce(&listener)?;
+            let behaviour = Behaviour {
+                latency_ms,
+                token_interval_ms,
+                fail: FailMode::None,
+            };
+            run_simulator(listener, behaviour, shutdown_signal()).await
+        }
+        Command::CheckConfig { .. } | Command::Keygen => Ok(()),
+    }
+}
+
+async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))
+}
+
+/// The line tests and scripts wait for: the server accepts connections from now on.
+fn announce(listener: &TcpListener) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on http://{}", listener.local_addr()?)?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! Process counters, rendered in the Prometheus text format at `GET /metrics`. They count what an
+//! operator (and the leak tests) need to see: requests by outcome, requests and upstream streams
+//! in flight, streams abandoned by their clients.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub requests_total: AtomicU64,
+    pub unauthenticated_total: AtomicU64,
+    pub requests_inflight: AtomicU64,
+    pub streams_active: AtomicU64,
+    pub streams_completed: AtomicU64,
+    pub streams_client_gone: AtomicU64,
+    pub streams_upstream_failed: AtomicU64,
+    pub upstream_errors_total: AtomicU64,
+}
+
+impl Metrics {
+    pub fn render(&self) -> String {
+        let rows: [(&str, &str, &str, &AtomicU64); 8] = [
+            (
+                "sovereign_requests_total",
+                "counter",
+                "HTTP requests received",
+                &self.requests_total,
+            ),
+            (
+                "sovereign_unauthenticated_total",
+                "counter",
+                "Requests refused for a missing or invalid key",
+                &self.unauthenticated_total,
+            ),
+            (
+                "sovereign_requests_inflight",
+                "gauge",
+                "HTTP requests being handled",
+                &self.requests_inflight,
+            ),
+            (
+                "sovereign_streams_active",
+                "gauge",
+                "Streamed answers being relayed",
+                &self.streams_active,
+            ),
+            (
+                "sovereign_streams_completed_total",
+                "counter",
+                "Streamed answers relayed to the end",
+                &self.streams_completed,
+            ),
+            (
+                "sovereign_streams_client_gone_total",
+                "counter",
+                "Streams ended because the client disconnected",
+                &self.streams_client_gone,
+            ),
+            (
+                "sovereign_streams_upstream_failed_total",
+                "counter",
+                "Streams ended by an upstream failure",
+                &self.streams_upstream_failed,
+            ),
+            (
+                "sovereign_upstream_errors_total",
+                "counter",
+                "Upstream calls that failed before answering",
+                &self.upstream_errors_total,
+            ),
+        ];
+        let mut out = String::new();
+        for (name, kind, help, v) in rows {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
+        }
+        out
+    }
+
+    pub fn inc(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn dec(counter: &AtomicU64) {
+        counter.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,298 @@
+//! Calls to OpenAI-compatible model servers (vLLM, Ollama, llama.cpp server, TGI, the simulator):
+//! one pooled HTTP client per model with its connect timeout, a first-byte timeout around the
+//! request, a total deadline for the whole exchange, and failures sorted into what the client
+//! should see (upstream 4xx passed on; 5xx and connection errors → 502; timeouts → 504).
+
+mod sse;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::StatusCode;
+use tokio::time::Instant;
+
+use crate::config::{ModelConfig, ModelId};
+
+pub use sse::{RelayOptions, StreamOutcome, StreamSummary, relay_sse};
+
+/// Upstream answers larger than this are refused (a non-streamed chat or embeddings response).
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// How much of an upstream error body is read to find its message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("Could not connect to the upstream of model `{model}`: {detail}")]
+    Connect { model: ModelId, detail: String },
+    #[error("The upstream of model `{model}` did not answer within {after:?} ({phase}).")]
+    Timeout {
+        model: ModelId,
+        phase: &'static str,
+        after: Duration,
+    },
+    #[error("The upstream of model `{model}` failed with status {status}: {message}")]
+    ServerError {
+        model: ModelId,
+        status: StatusCode,
+        message: String,
+    },
+    #[error("The upstream of model `{model}` refused the request: {message}")]
+    Rejected {
+        model: ModelId,
+        status: StatusCode,
+        message: String,
+    },
+    #[error("The upstream of model `{model}` sent an invalid response: {detail}")]
+    Protocol { model: ModelId, detail: String },
+}
+
+/// Token usage as the upstream reported it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    pub fn from_json(v: &serde_json::Value) -> Option<Usage> {
+        let u = v.get("usage")?;
+        Some(Usage {
+            prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
+            completion_tokens: u
+                .get("completion_tokens")
+                .and_then(|c| c.as_u64())
+                .unwrap_or(0),
+        })
+    }
+}
+
+/// A model's pooled client and what it needs to address the upstream.
+struct ModelClient {
+    client: reqwest::Client,
+    api_key: Option<String>,
+}
+
+/// All upstream clients, built once at start-up.
+pub struct Upstreams {
+    clients: HashMap<ModelId, ModelClient>,
+}
+
+/// An upstream call under way: the response headers have arrived with a success status.
+pub struct Exchange {
+    pub response: reqwest::Response,
+    /// The instant by which the whole exchange must be over.
+    pub deadline: Instant,
+}
+
+impl Upstreams {
+    pub fn new(models: &[Arc<ModelConfig>]) -> anyhow::Result<Upstreams> {
+        let mut clients = HashMap::new();
+        for m in models {
+            let api_key = match &m.api_key_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    anyhow::anyhow!(
+                        "model `{}`: environment variable `{var}` (api_key_env) is not set",
+                        m.id
+                    )
+                })?),
+                None => None,
+            };
+            let client = reqwest::Client::builder()
+                .connect_timeout(m.timeouts.connect)
+                .tcp_nodelay(true)
+                .pool_idle_timeout(Duration::from_secs(90))
+                .pool_max_idle_per_host(1024)
+                .user_agent(concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION")))
+                .build()?;
+            clients.insert(m.id.clone(), ModelClient { client, api_key });
+        }
+        Ok(Upstreams { clients })
+    }
+
+    /// POSTs `body` to `path` (relative to the model's base URL) and waits for the response
+    /// headers. Non-success statuses are read and turned into an [`UpstreamError`].
+    pub async fn post(
+        &self,
+        model: &ModelConfig,
+        path: &str,
+        body: Bytes,
+    ) -> Result<Exchange, UpstreamError> {
+        let start = Instant::now();
+        let deadline = start + model.timeouts.total;
+        let mc = self
+            .clients
+            .get(&model.id)
+            .ok_or_else(|| UpstreamError::Protocol {
+                model: model.id.clone(),
+                detail: "no client configured".into(),
+            })?;
+        let url = model
+            .base_url
+            .join(path)
+            .map_err(|e| UpstreamError::Protocol {
+                model: model.id.clone(),
+                detail: e.to_string(),
+            })?;
+        let mut req = mc
+            .client
+            .post(url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(key) = &mc.api_key {
+            req = req.bearer_auth(key);
+        }
+        let first_byte = model.timeouts.first_byte.min(model.timeouts.total);
+        let response = match tokio::time::timeout(first_byte, req.send()).await {
+            Err(_) => {
+                return Err(UpstreamError::Timeout {
+                    model: model.id.clone(),
+                    phase: "waiting for the response headers",
+                    after: first_byte,
+                });
+            }
+            Ok(Err(e)) => return Err(classify(&model.id, &e)),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(Exchange { response, deadline });
+        }
+        let body = read_limited(&model.id, response, MAX_ERROR_BODY_BYTES, deadline)
+            .await
+            .unwrap_or_default();
+        let message = error_message(&body);
+        let model = model.id.clone();
+        Err(if status.is_client_error() {
+            UpstreamError::Rejected {
+                model,
+                status,
+                message,
+            }
+        } else {
+            UpstreamError::ServerError {
+                model,
+                status,
+                message,
+            }
+        })
+    }
+
+    /// Reads a whole (non-streamed) JSON answer within the exchange's deadline.
+    pub async fn read_json(
+        &self,
+        model: &ModelConfig,
+        exchange: Exchange,
+    ) -> Result<serde_json::Value, UpstreamError> {
+        let body = read_limited(
+            &model.id,
+            exchange.response,
+            MAX_RESPONSE_BYTES,
+            exchange.deadline,
+        )
+        .await?;
+        serde_json::from_slice(&body).map_err(|e| UpstreamError::Protocol {
+            model: model.id.clone(),
+            detail: format!("the body is not JSON ({e})"),
+        })
+    }
+}
+
+async fn read_limited(
+    model: &ModelId,
+    response: reqwest::Response,
+    limit: usize,
+    deadline: Instant,
+) -> Result<Vec<u8>, UpstreamError> {
+    let read = async {
+        let mut out = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| classify(model, &e))?;
+            if out.len() + chunk.len() > limit {
+                return Err(UpstreamError::Protocol {
+                    model: model.clone(),
+                    detail: format!("the response is larger than {limit} bytes"),
+                });
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    };
+    match tokio::time::timeout_at(deadline, read).await {
+        Ok(r) => r,
+        Err(_) => Err(UpstreamError::Timeout {
+            model: model.clone(),
+            phase: "reading the response",
+            after: deadline.saturating_duration_since(Instant::now()),
+        }),
+    }
+}
+
+fn classify(model: &ModelId, e: &reqwest::Error) -> UpstreamError {
+    if e.is_timeout() {
+        return UpstreamError::Timeout {
+            model: model.clone(),
+            phase: "connecting",
+            after: Duration::ZERO,
+        };
+    }
+    // The innermost cause says what actually happened ("Connection refused", ...).
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail = s.to_string();
+        source = s.source();
+    }
+    if e.is_connect() {
+        UpstreamError::Connect {
+            model: model.clone(),
+            detail,
+        }
+    } else {
+        UpstreamError::Protocol {
+            model: model.clone(),
+            detail,
+        }
+    }
+}
+
+/// The message of an upstream error body in the convention's shape, else the body's text.
+fn error_message(body: &[u8]) -> String {
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
+        let m = v
+            .pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("detail"));
+        if let Some(s) = m.and_then(|m| m.as_str()) {
+            return s.to_string();
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        "(no message)".to_string()
+    } else {
+        text.chars().take(500).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_are_found_in_common_shapes() {
+        assert_eq!(
+            error_message(br#"{"error":{"message":"bad","type":"x"}}"#),
+            "bad"
+        );
+        assert_eq!(error_message(br#"{"error":"ollama says"}"#), "ollama says");
+        assert_eq!(error_message(br#"{"detail":"tgi"}"#), "tgi");
+        assert_eq!(error_message(b"plain text\n"), "plain text");
+        assert_eq!(error_message(b""), "(no message)");
+    }
+}

@@ -1,0 +1,276 @@
+//! Relays an upstream's server-sent-event stream to the client event by event, as it arrives.
+//! Each `data:` event is re-addressed (`id` → the request id, `model` → the gateway's model id),
+//! the usage chunk the gateway asked for is recorded and shown only to clients that asked for it,
+//! and upstream failures mid-stream (error, silence past the idle timeout, deadline, a stream cut
+//! before `[DONE]`) end the stream with an error event in the convention's shape. When the stream
+//! ends — completed, failed, or dropped because the client went away — `on_finish` runs once.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream::{BoxStream, Stream, StreamExt};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{UpstreamError, Usage, classify};
+use crate::config::ModelId;
+
+/// Longest line the relay buffers while waiting for its end; an upstream sending more is broken.
+const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+pub struct RelayOptions {
+    pub request_id: String,
+    pub model: ModelId,
+    /// The client set `stream_options.include_usage`.
+    pub client_wants_usage: bool,
+    pub idle_timeout: Duration,
+    pub deadline: Instant,
+    /// Renders an error as the JSON body of an SSE error event.
+    pub error_body: fn(UpstreamError) -> Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamOutcome {
+    Completed,
+    /// The client disconnected; the upstream request was dropped with it.
+    ClientGone,
+    UpstreamFailed(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct StreamSummary {
+    pub outcome: StreamOutcome,
+    pub usage: Option<Usage>,
+    /// Content events relayed to the client.
+    pub events: u64,
+}
+
+type OnFinish = Box<dyn FnOnce(StreamSummary) + Send>;
+
+struct Relay {
+    upstream: BoxStream<'static, reqwest::Result<Bytes>>,
+    opts: RelayOptions,
+    buf: Vec<u8>,
+    data: String,
+    usage: Option<Usage>,
+    events: u64,
+    saw_done: bool,
+    saw_finish_reason: bool,
+    finished: bool,
+    on_finish: Option<OnFinish>,
+}
+
+pub fn relay_sse(
+    response: reqwest::Response,
+    opts: RelayOptions,
+    on_finish: impl FnOnce(StreamSummary) + Send + 'static,
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let relay = Relay {
+        upstream: response.bytes_stream().boxed(),
+        opts,
+        buf: Vec::new(),
+        data: String::new(),
+        usage: None,
+        events: 0,
+        saw_done: false,
+        saw_finish_reason: false,
+        finished: false,
+        on_finish: Some(Box::new(on_finish)),
+    };
+    futures_util::stream::unfold(relay, |mut relay| async move {
+        let frame = relay.next_frame().await?;
+        Some((Ok(frame), relay))
+    })
+}
+
+impl Relay {
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        loop {
+            if self.finished {
+                return None;
+            }
+            let mut out = Vec::new();
+            self.drain_lines(&mut out);
+            if self.saw_done {
+                self.finish(StreamOutcome::Completed);
+            }
+            if !out.is_empty() {
+                return Some(out.into());
+            }
+            if self.finished {
+                return None;
+            }
+            if self.buf.len() > MAX_LINE_BYTES {
+                return Some(self.fail(UpstreamError::Protocol {
+                    model: self.opts.model.clone(),
+                    detail: "an event line is longer than 4 MiB".into(),
+                }));
+            }
+            let idle = Instant::now() + self.opts.idle_timeout;
+            let (wait_until, phase) = if idle < self.opts.deadline {
+                (idle, "between two streamed chunks")
+            } else {
+                (self.opts.deadline, "for the whole stream")
+            };
+            match tokio::time::timeout_at(wait_until, self.upstream.next()).await {
+                Err(_) => {
+                    let after = if idle < self.opts.deadline {
+                        self.opts.idle_timeout
+                    } else {
+                        Duration::ZERO
+                    };
+                    return Some(self.fail(UpstreamError::Timeout {
+                        model: self.opts.model.clone(),
+                        phase,
+                        after,
+                    }));
+                }
+                Ok(Some(Ok(bytes))) => self.buf.extend_from_slice(&bytes),
+                Ok(Some(Err(e))) => {
+                    let e = classify(&self.opts.model, &e);
+                    return Some(self.fail(e));
+                }
+                Ok(None) => return self.upstream_ended(),
+            }
+        }
+    }
+
+    /// The upstream closed the stream: flush a last event without its blank line, then decide
+    /// whether the answer was whole.
+    fn upstream_ended(&mut self) -> Option<Bytes> {
+        let mut out = Vec::new();
+        self.buf.push(b'\n');
+        self.drain_lines(&mut out);
+        if !self.data.is_empty() {
+            self.dispatch(&mut out);
+        }
+        if self.saw_done {
+            self.finish(StreamOutcome::Completed);
+        } else if self.saw_finish_reason {
+            // Some servers end with a finish_reason but no `[DONE]`; clients expect it.
+            out.extend_from_slice(b"data: [DONE]\n\n");
+            self.finish(StreamOutcome::Completed);
+        } else {
+            let e = UpstreamError::Protocol {
+                model: self.opts.model.clone(),
+                detail: "the stream ended before the answer was complete".into(),
+            };
+            out.extend_from_slice(&self.fail(e));
+        }
+        (!out.is_empty()).then(|| out.into())
+    }
+
+    fn drain_lines(&mut self, out: &mut Vec<u8>) {
+        let mut start = 0;
+        while let Some(pos) = self.buf[start..].iter().position(|&b| b == b'\n') {
+            if self.finished {
+                break;
+            }
+            let end = start + pos;
+            let line = &self.buf[start..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                if !self.data.is_empty() {
+                    self.dispatch(out);
+                }
+            } else if let Some(d) = line.strip_prefix(b"data:") {
+                let d = d.strip_prefix(b" ").unwrap_or(d);
+                if !self.data.is_empty() {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&String::from_utf8_lossy(d));
+            }
+            // Comments (`:`), `event:`, `id:` and `retry:` lines carry nothing clients of the
+            // convention use; they are not relayed.
+            start = end + 1;
+        }
+        self.buf.drain(..start);
+    }
+
+    /// One complete event's data.
+    fn dispatch(&mut self, out: &mut Vec<u8>) {
+        let data = std::mem::take(&mut self.data);
+        if data == "[DONE]" {
+            self.saw_done = true;
+            out.extend_from_slice(b"data: [DONE]\n\n");
+            return;
+        }
+        let Ok(Value::Object(mut chunk)) = serde_json::from_str::<Value>(&data) else {
+            // Not an object we understand: pass it on untouched rather than lose it.
+            write_event(out, &data);
+            return;
+        };
+        if chunk.contains_key("error") {
+            write_event(out, &data);
+            self.finish(StreamOutcome::UpstreamFailed(
+                "the upstream sent an error event".into(),
+            ));
+            return;
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Usage::from_json(&serde_json::json!({ "usage": usage }));
+        }
+        let no_choices = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .is_none_or(|c| c.is_empty());
+        if !self.opts.client_wants_usage {
+            if no_choices && chunk.contains_key("usage") {
+                return; // the usage chunk the gateway asked for on its own behalf
+            }
+            chunk.remove("usage");
+        }
+        if let Some(choices) = chunk.get("choices").and_then(Value::as_array)
+            && choices
+                .iter()
+                .any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))
+        {
+            self.saw_finish_reason = true;
+        }
+        chunk.insert("id".into(), Value::String(self.opts.request_id.clone()));
+        chunk.insert("model".into(), Value::String(self.opts.model.0.clone()));
+        self.events += 1;
+        out.extend_from_slice(b"data: ");
+        // Serializing a Value to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &chunk);
+        out.extend_from_slice(b"\n\n");
+    }
+
+    fn fail(&mut self, e: UpstreamError) -> Bytes {
+        let reason = e.to_string();
+        let body = (self.opts.error_body)(e);
+        let mut out = Vec::new();
+        write_event(&mut out, &body.to_string());
+        self.finish(StreamOutcome::UpstreamFailed(reason));
+        out.into()
+    }
+
+    fn finish(&mut self, outcome: StreamOutcome) {
+        self.finished = true;
+        if let Some(f) = self.on_finish.take() {
+            f(StreamSummary {
+                outcome,
+                usage: self.usage,
+                events: self.events,
+            });
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        // Dropped before the end: hyper dropped the body because the client went away. The
+        // upstream response (and its connection) is dropped with `self`, which cancels it.
+        self.finish(StreamOutcome::ClientGone);
+    }
+}
+
+fn write_event(out: &mut Vec<u8>, data: &str) {
+    for line in data.split('\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
