@@ -1,0 +1,47 @@
+"""Fixtures: a simulated fleet, a gateway in front of it, and an official `openai` client."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+import harness
+
+
+@pytest.fixture(scope="session")
+def keys():
+    member, member_hash = harness.new_key()
+    admin, admin_hash = harness.new_key()
+    return {"member": member, "admin": admin,
+            "config": {"member": ("member", member_hash), "admin": ("admin", admin_hash)}}
+
+
+@pytest.fixture(scope="session")
+def sim():
+    p = harness.start_simulator()
+    yield p
+    p.kill()
+
+
+@pytest.fixture(scope="session")
+def gateway(sim, keys, tmp_path_factory):
+    config = harness.gateway_config(
+        harness.fleet_models(sim.url, first_byte_timeout_ms=2000, stream_idle_timeout_ms=2000),
+        keys["config"],
+        server={"header_read_timeout_ms": 1000, "body_read_timeout_ms": 2000, "max_body_bytes": 1048576},
+    )
+    p = harness.start_gateway(config, tmp_path_factory.mktemp("gw"))
+    yield p
+    p.kill()
+
+
+@pytest.fixture(autouse=True)
+def reset_sim(sim):
+    """Every test starts with a well-behaved fleet."""
+    harness.sim_set(sim, "*")
+    yield
+
+
+@pytest.fixture
+def client(gateway, keys):
+    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=keys["member"], max_retries=0, timeout=20)

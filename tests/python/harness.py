@@ -1,0 +1,175 @@
+"""Starts the real `sovereign` binary (gateway, simulator, demo) for the Python test suites.
+
+Every server is started on port 0 and announces itself on stdout with `listening on http://ADDR`;
+the harness waits for that line (with a deadline, never a fixed sleep) and reads any
+`key <name> <secret>` lines printed before it.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("SOVEREIGN_BIN", REPO / "target" / "debug" / "sovereign"))
+START_DEADLINE_S = 30.0
+
+# The demo fleet as `sovereign simulate` serves it (host/src/simulator/fleet.rs).
+FLEET = [
+    dict(id="jais-30b-chat", family="jais", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True),
+    dict(id="allam-7b-instruct", family="allam", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True),
+    dict(id="qwen2.5-coder-32b", family="qwen", kind="chat", languages=["en"], region="eu-frankfurt-1", local=False),
+    dict(id="magistral-small", family="mistral", kind="chat", languages=["fr", "en"], region="eu-paris-1", local=False),
+    dict(id="multilingual-e5-small", family="e5", kind="embedding", languages=["ar", "en", "fr"], region="sa-riyadh-1", local=True),
+]
+
+
+class Proc:
+    """A started `sovereign` process."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None):
+        self.args = args
+        self.proc = subprocess.Popen(
+            [str(BIN), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        self.keys: dict[str, str] = {}
+        self.stderr_lines: list[str] = []
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, args=(self.proc.stdout, lines.put, True), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr_lines.append, False),
+                         daemon=True).start()
+        deadline = time.monotonic() + START_DEADLINE_S
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.kill()
+                raise RuntimeError(f"sovereign {args} did not start in time: {self.stderr()}")
+            if line is None:
+                raise RuntimeError(f"sovereign {args} exited early: {self.stderr()}")
+            parts = line.split()
+            if parts[:1] == ["key"] and len(parts) == 3:
+                self.keys[parts[1]] = parts[2]
+            elif line.startswith("listening on "):
+                self.url = line.removeprefix("listening on ").strip()
+                break
+        self._stdout_rest = lines
+
+    @staticmethod
+    def _pump(stream, put, mark_eof: bool):
+        for line in stream:
+            put(line.rstrip("\n"))
+        if mark_eof:
+            put(None)
+
+    def stderr(self) -> str:
+        return "\n".join(self.stderr_lines[-50:])
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM, then wait for a graceful exit; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_simulator(latency_ms: int = 0, token_interval_ms: int = 0) -> Proc:
+    return Proc(["simulate", "--listen", "127.0.0.1:0", "--latency-ms", str(latency_ms),
+                 "--token-interval-ms", str(token_interval_ms)])
+
+
+def start_demo(data_dir: Path) -> Proc:
+    return Proc(["demo", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)])
+
+
+def start_gateway(config_text: str, directory: Path, env: dict[str, str] | None = None) -> Proc:
+    path = directory / "gateway.toml"
+    path.write_text(config_text)
+    return Proc(["serve", "--config", str(path)], env=env)
+
+
+def new_key() -> tuple[str, str]:
+    """A fresh (secret, config hash) pair from `sovereign keygen`."""
+    out = subprocess.run([str(BIN), "keygen"], capture_output=True, text=True, check=True).stdout
+    secret = out.splitlines()[0].split()[1]
+    hash_ = out.splitlines()[1].split('"')[1]
+    return secret, hash_
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def gateway_config(
+    models: list[dict],
+    keys: dict[str, tuple[str, str]],
+    default_model: str = "jais-30b-chat",
+    server: dict | None = None,
+    sovereign_id: str = "test-gw-1",
+    region: str = "sa-riyadh-1",
+) -> str:
+    """Renders a gateway config. `models` are dicts of model fields (base_url included);
+    `keys` maps a key name to (role, hash)."""
+    lines = [f"sovereign_id = {toml_value(sovereign_id)}", f"region = {toml_value(region)}",
+             f"default_model = {toml_value(default_model)}", "", "[server]",
+             'listen = "127.0.0.1:0"']
+    for k, v in (server or {}).items():
+        lines.append(f"{k} = {toml_value(v)}")
+    for m in models:
+        lines += ["", "[[models]]"] + [f"{k} = {toml_value(v)}" for k, v in m.items()]
+    lines += ["", "[[teams]]", 'id = "t1"']
+    for name, (role, hash_) in keys.items():
+        lines += ["", "[[keys]]", f"name = {toml_value(name)}", 'team = "t1"',
+                  f"role = {toml_value(role)}", f"hash = {toml_value(hash_)}"]
+    return "\n".join(lines) + "\n"
+
+
+def fleet_models(sim_url: str, **overrides) -> list[dict]:
+    """The demo fleet's models pointing at a simulator, with per-model field overrides."""
+    return [{**m, "base_url": f"{sim_url}/v1", **overrides} for m in FLEET]
+
+
+def sim_set(sim: Proc, model: str, **behaviour) -> None:
+    """Changes a simulated model's behaviour (`model="*"` for all)."""
+    httpx.put(f"{sim.url}/_sim/models/{model}", json=behaviour).raise_for_status()
+
+
+def sim_stats(sim: Proc) -> dict:
+    return httpx.get(f"{sim.url}/_sim/stats").json()
+
+
+def sim_requests(sim: Proc) -> list[dict]:
+    return httpx.get(f"{sim.url}/_sim/requests").json()
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = "condition"):
+    """Polls `predicate` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
