@@ -132,7 +132,7 @@ impl Sim {
     }
 
     /// Looks the model up and applies latency and failure modes common to all endpoints.
-    async fn admit(&self, body: &Value) -> Result<(SimModel, Behaviour), Response> {
+    async fn admit(&self, body: &Value) -> Result<(SimModel, Behaviour), SimError> {
         let name = body.get("model").and_then(Value::as_str).unwrap_or("");
         let Some(model) = self.0.models.get(name).cloned() else {
             return Err(sim_error(
@@ -157,12 +157,21 @@ impl Sim {
     }
 }
 
-fn sim_error(status: StatusCode, message: &str) -> Response {
-    let body = json!({"error": {"message": message, "type": "simulator_error", "param": null, "code": null}});
-    (status, Json(body)).into_response()
+/// An error answer in the convention's shape, as real model servers send them.
+struct SimError(StatusCode, String);
+
+impl IntoResponse for SimError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"message": self.1, "type": "simulator_error", "param": null, "code": null}});
+        (self.0, Json(body)).into_response()
+    }
 }
 
-fn parse_body(bytes: &Bytes) -> Result<Value, Response> {
+fn sim_error(status: StatusCode, message: &str) -> SimError {
+    SimError(status, message.to_string())
+}
+
+fn parse_body(bytes: &Bytes) -> Result<Value, SimError> {
     serde_json::from_slice(bytes)
         .map_err(|e| sim_error(StatusCode::BAD_REQUEST, &format!("invalid JSON: {e}")))
 }
@@ -181,12 +190,12 @@ async fn list_models(State(sim): State<Sim>) -> Json<Value> {
 async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {
     let body = match parse_body(&bytes) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(e) => return e.into_response(),
     };
     sim.record("/v1/chat/completions", &headers, &body);
     let (model, behaviour) = match sim.admit(&body).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(e) => return e.into_response(),
     };
     let messages = body
         .get("messages")
@@ -313,12 +322,12 @@ fn stream_response(
 async fn embeddings(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {
     let body = match parse_body(&bytes) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(e) => return e.into_response(),
     };
     sim.record("/v1/embeddings", &headers, &body);
     let (model, _) = match sim.admit(&body).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(e) => return e.into_response(),
     };
     let inputs: Vec<String> = match body.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
@@ -332,7 +341,8 @@ async fn embeddings(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) ->
             return sim_error(
                 StatusCode::BAD_REQUEST,
                 "`input` must be a string or an array",
-            );
+            )
+            .into_response();
         }
     };
     let base64 = body.get("encoding_format").and_then(Value::as_str) == Some("base64");
@@ -385,7 +395,7 @@ async fn set_behaviour(
     Json(b): Json<Behaviour>,
 ) -> Response {
     if id != "*" && !sim.0.models.contains_key(id.as_str()) {
-        return sim_error(StatusCode::NOT_FOUND, &format!("no model `{id}`"));
+        return sim_error(StatusCode::NOT_FOUND, &format!("no model `{id}`")).into_response();
     }
     let mut map = sim
         .0

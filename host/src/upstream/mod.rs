@@ -27,12 +27,8 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 pub enum UpstreamError {
     #[error("Could not connect to the upstream of model `{model}`: {detail}")]
     Connect { model: ModelId, detail: String },
-    #[error("The upstream of model `{model}` did not answer within {after:?} ({phase}).")]
-    Timeout {
-        model: ModelId,
-        phase: &'static str,
-        after: Duration,
-    },
+    #[error("The upstream of model `{model}` did not answer in time: {what}.")]
+    Timeout { model: ModelId, what: String },
     #[error("The upstream of model `{model}` failed with status {status}: {message}")]
     ServerError {
         model: ModelId,
@@ -149,8 +145,7 @@ impl Upstreams {
             Err(_) => {
                 return Err(UpstreamError::Timeout {
                     model: model.id.clone(),
-                    phase: "waiting for the response headers",
-                    after: first_byte,
+                    what: format!("no response within {first_byte:?}"),
                 });
             }
             Ok(Err(e)) => return Err(classify(&model.id, &e)),
@@ -225,8 +220,7 @@ async fn read_limited(
         Ok(r) => r,
         Err(_) => Err(UpstreamError::Timeout {
             model: model.clone(),
-            phase: "reading the response",
-            after: deadline.saturating_duration_since(Instant::now()),
+            what: "the response was not complete by the total timeout".into(),
         }),
     }
 }
@@ -235,8 +229,7 @@ fn classify(model: &ModelId, e: &reqwest::Error) -> UpstreamError {
     if e.is_timeout() {
         return UpstreamError::Timeout {
             model: model.clone(),
-            phase: "connecting",
-            after: Duration::ZERO,
+            what: "could not connect within the connect timeout".into(),
         };
     }
     // The innermost cause says what actually happened ("Connection refused", ...).

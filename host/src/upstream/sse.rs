@@ -108,22 +108,17 @@ impl Relay {
                 }));
             }
             let idle = Instant::now() + self.opts.idle_timeout;
-            let (wait_until, phase) = if idle < self.opts.deadline {
-                (idle, "between two streamed chunks")
-            } else {
-                (self.opts.deadline, "for the whole stream")
-            };
+            let wait_until = idle.min(self.opts.deadline);
             match tokio::time::timeout_at(wait_until, self.upstream.next()).await {
                 Err(_) => {
-                    let after = if idle < self.opts.deadline {
-                        self.opts.idle_timeout
+                    let what = if idle < self.opts.deadline {
+                        format!("nothing streamed for {:?}", self.opts.idle_timeout)
                     } else {
-                        Duration::ZERO
+                        "the stream was not complete by the total timeout".into()
                     };
                     return Some(self.fail(UpstreamError::Timeout {
                         model: self.opts.model.clone(),
-                        phase,
-                        after,
+                        what,
                     }));
                 }
                 Ok(Some(Ok(bytes))) => self.buf.extend_from_slice(&bytes),
@@ -273,4 +268,141 @@ fn write_event(out: &mut Vec<u8>, data: &str) {
         out.push(b'\n');
     }
     out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    fn response(chunks: Vec<&'static str>) -> reqwest::Response {
+        let stream = futures_util::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, std::io::Error>(Bytes::from_static(c.as_bytes()))),
+        );
+        reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)))
+    }
+
+    fn opts(wants_usage: bool) -> RelayOptions {
+        RelayOptions {
+            request_id: "req-1".into(),
+            model: ModelId("gw-model".into()),
+            client_wants_usage: wants_usage,
+            idle_timeout: Duration::from_secs(5),
+            deadline: Instant::now() + Duration::from_secs(5),
+            error_body: |e| serde_json::json!({"error": {"message": e.to_string()}}),
+        }
+    }
+
+    async fn relay(chunks: Vec<&'static str>, wants_usage: bool) -> (String, StreamSummary) {
+        let summary = Arc::new(Mutex::new(None));
+        let s2 = summary.clone();
+        let out: Vec<_> = relay_sse(response(chunks), opts(wants_usage), move |s| {
+            *s2.lock().unwrap() = Some(s);
+        })
+        .collect()
+        .await;
+        let text: String = out
+            .into_iter()
+            .map(|b| String::from_utf8(b.unwrap().to_vec()).unwrap())
+            .collect();
+        let summary = summary.lock().unwrap().take().expect("on_finish ran");
+        (text, summary)
+    }
+
+    const CHUNK: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n";
+    const LAST: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+    const USAGE: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2,\"total_tokens\":9}}\n\n";
+    const DONE: &str = "data: [DONE]\n\n";
+
+    #[tokio::test]
+    async fn readdresses_events_and_hides_usage_not_asked_for() {
+        let (text, s) = relay(vec![CHUNK, LAST, USAGE, DONE], false).await;
+        assert!(text.contains("\"id\":\"req-1\"") && text.contains("\"model\":\"gw-model\""));
+        assert!(
+            !text.contains("upstream-name") && !text.contains("usage"),
+            "{text}"
+        );
+        assert!(text.ends_with("data: [DONE]\n\n"));
+        assert_eq!(s.outcome, StreamOutcome::Completed);
+        assert_eq!(
+            s.usage,
+            Some(Usage {
+                prompt_tokens: 7,
+                completion_tokens: 2
+            })
+        );
+        assert_eq!(s.events, 2);
+    }
+
+    #[tokio::test]
+    async fn shows_usage_to_clients_that_asked() {
+        let (text, _) = relay(vec![CHUNK, LAST, USAGE, DONE], true).await;
+        assert!(text.contains("\"prompt_tokens\":7"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn events_split_across_reads_and_crlf_are_reassembled() {
+        let (text, s) = relay(
+            vec![
+                "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},",
+                "\"finish_reason\":\"stop\"}]}\r\n",
+                "\r\n: keep-alive comment\n\ndata: [DO",
+                "NE]\n\n",
+            ],
+            false,
+        )
+        .await;
+        assert_eq!(s.outcome, StreamOutcome::Completed);
+        assert_eq!(text.matches("data: ").count(), 2, "{text}");
+        assert!(!text.contains("keep-alive"));
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_before_the_end_ends_with_an_error_event() {
+        let (text, s) = relay(vec![CHUNK], false).await;
+        assert!(matches!(s.outcome, StreamOutcome::UpstreamFailed(_)));
+        assert!(text.contains("\"error\""), "{text}");
+        assert!(!text.contains("[DONE]"));
+    }
+
+    #[tokio::test]
+    async fn a_finish_reason_without_done_still_completes() {
+        let (text, s) = relay(vec![CHUNK, LAST], false).await;
+        assert_eq!(s.outcome, StreamOutcome::Completed);
+        assert!(text.ends_with("data: [DONE]\n\n"));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_stream_reports_the_client_gone() {
+        let summary = Arc::new(Mutex::new(None));
+        let s2 = summary.clone();
+        let stream = relay_sse(
+            response(vec![CHUNK, CHUNK, LAST, DONE]),
+            opts(false),
+            move |s| {
+                *s2.lock().unwrap() = Some(s);
+            },
+        );
+        let mut stream = Box::pin(stream);
+        stream.next().await;
+        drop(stream);
+        let s = summary.lock().unwrap().take().unwrap();
+        assert_eq!(s.outcome, StreamOutcome::ClientGone);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_upstream_hits_the_idle_timeout() {
+        let stream = futures_util::stream::iter(vec![Ok::<_, std::io::Error>(Bytes::from_static(
+            CHUNK.as_bytes(),
+        ))])
+        .chain(futures_util::stream::pending());
+        let resp = reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)));
+        let mut o = opts(false);
+        o.idle_timeout = Duration::from_secs(1);
+        let out: Vec<_> = relay_sse(resp, o, |_| {}).collect().await;
+        let last = String::from_utf8(out.last().unwrap().as_ref().unwrap().to_vec()).unwrap();
+        assert!(last.contains("nothing streamed for 1s"), "{last}");
+    }
 }
