@@ -26,7 +26,7 @@ use crate::auth::Principal;
 use crate::config::ModelKind;
 use crate::metrics::Metrics;
 use crate::routing::{self, Route};
-use crate::upstream::{RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
+use crate::upstream::{Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
 
 pub async fn chat_completions(
     State(app): State<AppState>,
@@ -66,7 +66,7 @@ async fn forward(
     let exchange = app
         .0
         .upstreams
-        .post(model, "chat/completions", upstream_body)
+        .post(model, Endpoint::ChatCompletions, upstream_body)
         .await?;
 
     if request.stream {
@@ -134,7 +134,12 @@ fn upstream_body(
             *opts = serde_json::json!({"include_usage": true});
         }
     }
-    serde_json::to_vec(&body)
+    encode_body(&body)
+}
+
+/// The JSON bytes sent upstream.
+pub(super) fn encode_body(body: &serde_json::Map<String, Value>) -> Result<Bytes, ApiError> {
+    serde_json::to_vec(body)
         .map(Bytes::from)
         .map_err(|e| ApiError::bad_request(format!("The request could not be encoded: {e}")))
 }

@@ -7,11 +7,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
 
-use super::chat::set_route_headers;
+use super::chat::{encode_body, set_route_headers};
 use super::error::ApiError;
 use super::validate::EmbeddingsRequest;
 use super::{AppState, body};
@@ -19,6 +18,7 @@ use crate::auth::Principal;
 use crate::config::ModelKind;
 use crate::metrics::Metrics;
 use crate::routing;
+use crate::upstream::Endpoint;
 
 pub async fn embeddings(
     State(app): State<AppState>,
@@ -33,12 +33,12 @@ pub async fn embeddings(
     request
         .body
         .insert("model".into(), Value::String(model.upstream_model.clone()));
-    let upstream_body = Bytes::from(serde_json::to_vec(&request.body).unwrap_or_default());
+    let upstream_body = encode_body(&request.body)?;
     let result = async {
         let exchange = app
             .0
             .upstreams
-            .post(model, "embeddings", upstream_body)
+            .post(model, Endpoint::Embeddings, upstream_body)
             .await?;
         app.0.upstreams.read_json(model, exchange).await
     }

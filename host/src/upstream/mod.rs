@@ -14,6 +14,8 @@ use futures_util::StreamExt;
 use http::StatusCode;
 use tokio::time::Instant;
 
+use url::Url;
+
 use crate::config::{ModelConfig, ModelId};
 
 pub use sse::{RelayOptions, StreamOutcome, StreamSummary, relay_sse};
@@ -65,10 +67,19 @@ impl Usage {
     }
 }
 
+/// The upstream endpoints the gateway calls, relative to a model's base URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    ChatCompletions,
+    Embeddings,
+}
+
 /// A model's pooled client and what it needs to address the upstream.
 struct ModelClient {
     client: reqwest::Client,
     api_key: Option<String>,
+    chat_url: Url,
+    embeddings_url: Url,
 }
 
 /// All upstream clients, built once at start-up.
@@ -103,17 +114,25 @@ impl Upstreams {
                 .pool_max_idle_per_host(1024)
                 .user_agent(concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION")))
                 .build()?;
-            clients.insert(m.id.clone(), ModelClient { client, api_key });
+            clients.insert(
+                m.id.clone(),
+                ModelClient {
+                    client,
+                    api_key,
+                    chat_url: m.base_url.join("chat/completions")?,
+                    embeddings_url: m.base_url.join("embeddings")?,
+                },
+            );
         }
         Ok(Upstreams { clients })
     }
 
-    /// POSTs `body` to `path` (relative to the model's base URL) and waits for the response
-    /// headers. Non-success statuses are read and turned into an [`UpstreamError`].
+    /// POSTs `body` to the model's `endpoint` and waits for the response headers. Non-success
+    /// statuses are read and turned into an [`UpstreamError`].
     pub async fn post(
         &self,
         model: &ModelConfig,
-        path: &str,
+        endpoint: Endpoint,
         body: Bytes,
     ) -> Result<Exchange, UpstreamError> {
         let start = Instant::now();
@@ -125,13 +144,10 @@ impl Upstreams {
                 model: model.id.clone(),
                 detail: "no client configured".into(),
             })?;
-        let url = model
-            .base_url
-            .join(path)
-            .map_err(|e| UpstreamError::Protocol {
-                model: model.id.clone(),
-                detail: e.to_string(),
-            })?;
+        let url = match endpoint {
+            Endpoint::ChatCompletions => mc.chat_url.clone(),
+            Endpoint::Embeddings => mc.embeddings_url.clone(),
+        };
         let mut req = mc
             .client
             .post(url)
