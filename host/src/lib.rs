@@ -50,27 +50,34 @@ pub async fn run_simulator(
     Ok(())
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// Resolves on SIGTERM or Ctrl-C (SIGINT). The handlers are installed when this is called, not
+/// when the future is first polled, so a signal that arrives right after start-up is a graceful
+/// shutdown rather than death by the signal's default action.
+pub fn shutdown_signal() -> impl Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                _ => {
+                    tracing::warn!("could not install signal handlers; stop with SIGKILL");
+                    std::future::pending::<()>().await;
+                }
             }
-            Err(_) => std::future::pending::<()>().await,
+            tracing::info!("shutdown signal received");
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
-    tracing::info!("shutdown signal received");
+    #[cfg(not(unix))]
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutdown signal received");
+    }
 }

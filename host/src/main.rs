@@ -110,8 +110,9 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
         Command::Serve { config } => {
             let config = Config::load(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
             let listener = bind(config.server.listen).await?;
+            let shutdown = shutdown_signal();
             announce(&listener)?;
-            run(listener, config, shutdown_signal()).await
+            run(listener, config, shutdown).await
         }
         Command::Demo { listen, data_dir } => {
             let fleet = bind("127.0.0.1:0".parse()?).await?;
@@ -132,8 +133,9 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
                 writeln!(out, "key {name} {secret}")?;
             }
             drop(out);
+            let shutdown = shutdown_signal();
             announce(&listener)?;
-            let result = run(listener, config, shutdown_signal()).await;
+            let result = run(listener, config, shutdown).await;
             let _ = stop_fleet.send(());
             let _ = fleet_task.await;
             result
@@ -144,13 +146,14 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
             token_interval_ms,
         } => {
             let listener = bind(listen).await?;
+            let shutdown = shutdown_signal();
             announce(&listener)?;
             let behaviour = Behaviour {
                 latency_ms,
                 token_interval_ms,
                 fail: FailMode::None,
             };
-            run_simulator(listener, behaviour, shutdown_signal()).await
+            run_simulator(listener, behaviour, shutdown).await
         }
         Command::CheckConfig { .. } | Command::Keygen => Ok(()),
     }

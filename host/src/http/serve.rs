@@ -75,12 +75,23 @@ pub async fn serve(
                 req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
                 req
             });
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc))
-            .into_owned();
-        let conn = graceful.watch(conn);
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let header_read_timeout = opts.header_read_timeout;
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            // The HTTP version sniffing below reads before hyper's own header timer starts, so a
+            // connection that never sends a byte would hold its slot forever: it gets the same
+            // limit for its first byte.
+            let mut first = [0u8; 1];
+            match tokio::time::timeout(header_read_timeout, stream.peek(&mut first)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return drop(permit),
+            }
+            let conn = builder.serve_connection_with_upgrades(
+                TokioIo::new(stream),
+                TowerToHyperService::new(svc),
+            );
+            if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
             drop(permit);
