@@ -108,7 +108,7 @@ impl From<UpstreamError> for ApiError {
     fn from(e: UpstreamError) -> Self {
         let message = e.to_string();
         match e {
-            UpstreamError::Rejected { status, .. } => {
+            UpstreamError::Rejected { status, param, .. } => {
                 let kind = match status.as_u16() {
                     401 | 403 => "upstream_auth_error",
                     404 => "invalid_request_error",
@@ -121,7 +121,11 @@ impl From<UpstreamError> for ApiError {
                     401 | 403 => StatusCode::BAD_GATEWAY,
                     _ => status,
                 };
-                ApiError::new(status, kind, message).with_code("upstream_rejected")
+                let e = ApiError::new(status, kind, message).with_code("upstream_rejected");
+                match param {
+                    Some(p) => e.with_param(p),
+                    None => e,
+                }
             }
             UpstreamError::Timeout { .. } => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, "upstream_error", message)

@@ -42,6 +42,8 @@ pub enum UpstreamError {
         model: ModelId,
         status: StatusCode,
         message: String,
+        /// The parameter the upstream blamed, when it said.
+        param: Option<String>,
     },
     #[error("The upstream of model `{model}` sent an invalid response: {detail}")]
     Protocol { model: ModelId, detail: String },
@@ -181,6 +183,7 @@ impl Upstreams {
                 model,
                 status,
                 message,
+                param: error_param(&body),
             }
         } else {
             UpstreamError::ServerError {
@@ -289,6 +292,12 @@ fn error_message(body: &[u8]) -> String {
     }
 }
 
+/// The `param` of an upstream error body in the convention's shape.
+fn error_param(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    v.pointer("/error/param")?.as_str().map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,5 +312,9 @@ mod tests {
         assert_eq!(error_message(br#"{"detail":"tgi"}"#), "tgi");
         assert_eq!(error_message(b"plain text\n"), "plain text");
         assert_eq!(error_message(b""), "(no message)");
+        assert_eq!(
+            error_param(br#"{"error":{"message":"m","param":"n"}}"#).as_deref(),
+            Some("n")
+        );
     }
 }
