@@ -79,13 +79,8 @@ pub async fn serve(
         let watcher = graceful.watcher();
         let header_read_timeout = opts.header_read_timeout;
         tokio::spawn(async move {
-            // The HTTP version sniffing below reads before hyper's own header timer starts, so a
-            // connection that never sends a byte would hold its slot forever: it gets the same
-            // limit for its first byte.
-            let mut first = [0u8; 1];
-            match tokio::time::timeout(header_read_timeout, stream.peek(&mut first)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                _ => return drop(permit),
+            if !sniffed_in_time(&stream, header_read_timeout).await {
+                return drop(permit);
             }
             let conn = builder.serve_connection_with_upgrades(
                 TokioIo::new(stream),
@@ -110,4 +105,29 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Waits until hyper-util's HTTP version detection can decide (the bytes received are the whole
+/// HTTP/2 preface or stop matching it), within the header-read timeout. That detection has no
+/// time limit of its own and runs before hyper's header timer starts (hyperium/hyper#3756), so a
+/// connection sending nothing, or a prefix of the preface, would otherwise hold its slot forever.
+async fn sniffed_in_time(stream: &tokio::net::TcpStream, limit: Duration) -> bool {
+    let sniff = async {
+        let mut buf = [0u8; H2_PREFACE.len()];
+        loop {
+            let n = stream.peek(&mut buf).await?;
+            if n == 0 {
+                return Ok::<bool, std::io::Error>(false); // closed before saying anything
+            }
+            if n == buf.len() || buf[..n] != H2_PREFACE[..n] {
+                return Ok(true);
+            }
+            // A prefix of the preface: `peek` returns at once while no new bytes come, so wait
+            // a little before looking again. Real clients send the preface in one segment.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    matches!(tokio::time::timeout(limit, sniff).await, Ok(Ok(true)))
 }
