@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import openai
 import pytest
 
@@ -45,3 +46,29 @@ def reset_sim(sim):
 @pytest.fixture
 def client(gateway, keys):
     return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=keys["member"], max_retries=0, timeout=20)
+
+
+@pytest.fixture
+def http(gateway, keys):
+    """Plain HTTP to the gateway, authenticated as the member key."""
+    with httpx.Client(base_url=gateway.url, headers={"Authorization": f"Bearer {keys['member']}"},
+                      timeout=20) as c:
+        yield c
+
+
+@pytest.fixture
+def gateway_factory(keys, tmp_path):
+    """Starts extra gateways with their own config (`models`, `server`); all killed at teardown."""
+    started = []
+
+    def start(models, server=None, **kwargs):
+        directory = tmp_path / f"gw{len(started)}"
+        directory.mkdir()
+        p = harness.start_gateway(harness.gateway_config(models, keys["config"], server=server, **kwargs),
+                                  directory)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        p.kill()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -173,3 +174,34 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+def metrics(gateway: Proc) -> dict[str, float]:
+    """The gateway's `/metrics` counters by name (no auth needed)."""
+    text = httpx.get(f"{gateway.url}/metrics").text
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.split()
+            out[name] = float(value)
+    return out
+
+
+def host_port(proc: Proc) -> tuple[str, int]:
+    host, port = proc.url.removeprefix("http://").rsplit(":", 1)
+    return host, int(port)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def catches_signal(proc: Proc, signum: int) -> bool:
+    """Whether the process has installed a handler for `signum` (Linux: SigCgt in /proc/PID/status)."""
+    for line in Path(f"/proc/{proc.proc.pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
