@@ -1,11 +1,12 @@
 //! The built-in rules router: a routing policy component. It reads its policy document from the
 //! host (`config-get("policy")`), evaluates the routes top to bottom and answers with a model.
 //!
-//! The logic lives in [`condition`] and [`policy`], plain Rust tested natively; the component
+//! The logic lives in [`condition`], [`policy`] and [`yaml`], plain Rust tested natively; the component
 //! glue below only converts between the WIT types and those.
 
 pub mod condition;
 pub mod policy;
+pub mod yaml;
 
 #[cfg(target_arch = "wasm32")]
 mod component {

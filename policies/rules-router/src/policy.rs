@@ -12,9 +12,8 @@
 
 use std::fmt;
 
-use serde::Deserialize;
-
 use crate::condition::{Condition, Facts};
+use crate::yaml::{self, Node, Pos, Scalar};
 
 /// The model id that asks the gateway to choose.
 pub const AUTO_ROUTER: &str = "auto-router";
@@ -24,21 +23,10 @@ pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 /// Most routes a document may hold.
 pub const MAX_ROUTES: usize = 1024;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDocument {
-    name: String,
-    #[serde(default)]
-    routes: Vec<RawRoute>,
-    default: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawRoute {
-    name: String,
-    condition: String,
-    model: String,
+    name: Scalar,
+    condition: Scalar,
+    model: Scalar,
 }
 
 /// One rule: when `condition` holds, route to `model`.
@@ -102,14 +90,6 @@ pub struct Decision {
     pub rule: String,
 }
 
-/// 1-based line and column of byte `offset` in `text` (column counts characters).
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
-}
-
 fn at_path(path: String, message: impl Into<String>) -> DocumentError {
     DocumentError {
         line: None,
@@ -117,6 +97,100 @@ fn at_path(path: String, message: impl Into<String>) -> DocumentError {
         path: Some(path),
         message: message.into(),
     }
+}
+
+fn at_scalar(s: &Scalar, path: &str, message: impl Into<String>) -> DocumentError {
+    at_node(s.at, path, message)
+}
+
+fn at_node(at: Pos, path: &str, message: impl Into<String>) -> DocumentError {
+    DocumentError {
+        line: Some(at.line),
+        column: Some(at.column),
+        path: Some(path.to_string()),
+        message: message.into(),
+    }
+}
+
+fn string(node: &Node, path: &str) -> Result<Scalar, DocumentError> {
+    match node {
+        Node::Scalar(s) => Ok(s.clone()),
+        other => Err(at_node(other.at(), path, "expected a string")),
+    }
+}
+
+/// Takes the named keys of a mapping: unknown keys are errors, `required` ones must be present.
+fn take<'n>(
+    node: &'n Node,
+    path: &str,
+    known: &[&str],
+    required: &[&str],
+) -> Result<Vec<Option<&'n Node>>, DocumentError> {
+    let Node::Map { entries, at } = node else {
+        return Err(at_node(node.at(), path, "expected a mapping"));
+    };
+    let mut found = vec![None; known.len()];
+    for (k, v) in entries {
+        let Some(i) = known.iter().position(|n| *n == k.text) else {
+            let list = known
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(at_node(
+                k.at,
+                path,
+                format!("unknown field `{}`, expected one of {list}", k.text),
+            ));
+        };
+        found[i] = Some(v);
+    }
+    for r in required {
+        if let Some(i) = known.iter().position(|n| n == r)
+            && found[i].is_none()
+        {
+            return Err(at_node(*at, path, format!("missing field `{r}`")));
+        }
+    }
+    Ok(found)
+}
+
+/// The document's `name`, `routes` and `default`.
+fn fields(root: &Node) -> Result<(Scalar, Vec<RawRoute>, Scalar), DocumentError> {
+    let top = take(
+        root,
+        "document",
+        &["name", "routes", "default"],
+        &["name", "default"],
+    )?;
+    let (Some(name), Some(default)) = (top[0], top[2]) else {
+        return Err(at_node(root.at(), "document", "missing field"));
+    };
+    let mut routes = Vec::new();
+    match top[1] {
+        None => {}
+        Some(Node::Seq { items, .. }) => {
+            for (i, item) in items.iter().enumerate() {
+                let path = format!("routes[{i}]");
+                let f = take(
+                    item,
+                    &path,
+                    &["name", "condition", "model"],
+                    &["name", "condition", "model"],
+                )?;
+                let (Some(n), Some(c), Some(m)) = (f[0], f[1], f[2]) else {
+                    return Err(at_node(item.at(), &path, "missing field"));
+                };
+                routes.push(RawRoute {
+                    name: string(n, &format!("{path}.name"))?,
+                    condition: string(c, &format!("{path}.condition"))?,
+                    model: string(m, &format!("{path}.model"))?,
+                });
+            }
+        }
+        Some(other) => return Err(at_node(other.at(), "routes", "expected a list of routes")),
+    }
+    Ok((string(name, "name")?, routes, string(default, "default")?))
 }
 
 impl Policy {
@@ -130,76 +204,77 @@ impl Policy {
                 message: format!("document larger than {MAX_DOCUMENT_BYTES} bytes"),
             });
         }
-        let raw: RawDocument = serde_norway::from_str(text).map_err(|e| {
-            let loc = e.location();
-            DocumentError {
-                line: loc.as_ref().map(|l| l.line()),
-                column: loc.as_ref().map(|l| l.column()),
-                path: None,
-                message: e.to_string(),
-            }
+        let root = yaml::parse(text).map_err(|e| DocumentError {
+            line: Some(e.at.line),
+            column: Some(e.at.column),
+            path: None,
+            message: e.message,
         })?;
-        if raw.name.trim().is_empty() {
-            return Err(at_path("name".into(), "must not be empty"));
+        let (name, routes, default) = fields(&root)?;
+        if name.text.trim().is_empty() {
+            return Err(at_scalar(&name, "name", "must not be empty"));
         }
-        if raw.default.trim().is_empty() {
-            return Err(at_path("default".into(), "must name a model"));
+        if default.text.trim().is_empty() {
+            return Err(at_scalar(&default, "default", "must name a model"));
         }
-        if raw.routes.len() > MAX_ROUTES {
+        if routes.len() > MAX_ROUTES {
             return Err(at_path(
                 "routes".into(),
                 format!("more than {MAX_ROUTES} routes"),
             ));
         }
-        let mut rules = Vec::with_capacity(raw.routes.len());
-        // Where to look for the next condition's text, to turn its offsets into positions.
-        let mut search_from = 0;
-        for (i, r) in raw.routes.into_iter().enumerate() {
-            if r.name.trim().is_empty() {
-                return Err(at_path(format!("routes[{i}].name"), "must not be empty"));
-            }
-            if rules.iter().any(|x: &Rule| x.name == r.name) {
-                return Err(at_path(
-                    format!("routes[{i}].name"),
-                    format!("duplicate route name `{}`", r.name),
+        let mut rules: Vec<Rule> = Vec::with_capacity(routes.len());
+        for (i, r) in routes.into_iter().enumerate() {
+            if r.name.text.trim().is_empty() {
+                return Err(at_scalar(
+                    &r.name,
+                    &format!("routes[{i}].name"),
+                    "must not be empty",
                 ));
             }
-            if r.model.trim().is_empty() {
-                return Err(at_path(format!("routes[{i}].model"), "must name a model"));
+            if rules.iter().any(|x| x.name == r.name.text) {
+                return Err(at_scalar(
+                    &r.name,
+                    &format!("routes[{i}].name"),
+                    format!("duplicate route name `{}`", r.name.text),
+                ));
             }
-            // The condition's text appears verbatim in the document unless it used escapes.
-            let found = text
-                .get(search_from..)
-                .and_then(|rest| rest.find(r.condition.as_str()))
-                .map(|at| search_from + at);
-            if let Some(at) = found {
-                search_from = at + r.condition.len();
+            if r.model.text.trim().is_empty() {
+                return Err(at_scalar(
+                    &r.model,
+                    &format!("routes[{i}].model"),
+                    "must name a model",
+                ));
             }
-            let condition = Condition::parse(&r.condition).map_err(|e| {
-                let (line, column) = match found {
-                    Some(at) if !r.condition.is_empty() => {
-                        let (l, c) = line_col(text, at + e.offset);
-                        (Some(l), Some(c))
+            let c = &r.condition;
+            let condition = Condition::parse(&c.text).map_err(|e| {
+                // Point into the document when the condition is written there verbatim.
+                let at = if c.verbatim && !c.text.is_empty() {
+                    let before = c.text.get(..e.offset).unwrap_or(&c.text).chars().count();
+                    Pos {
+                        line: c.at.line,
+                        column: c.at.column + usize::from(c.quoted) + before,
                     }
-                    _ => (None, None),
+                } else {
+                    c.at
                 };
                 DocumentError {
-                    line,
-                    column,
+                    line: Some(at.line),
+                    column: Some(at.column),
                     path: Some(format!("routes[{i}].condition")),
                     message: format!("{} (offset {} in the condition)", e.message, e.offset),
                 }
             })?;
             rules.push(Rule {
-                name: r.name,
+                name: r.name.text,
                 condition,
-                model: r.model,
+                model: r.model.text,
             });
         }
         Ok(Policy {
-            name: raw.name,
+            name: name.text,
             rules,
-            default: raw.default,
+            default: default.text,
         })
     }
 
@@ -571,15 +646,39 @@ default: llama-3.1-70b
     }
 
     #[test]
-    fn oversized_documents_are_rejected() {
-        let big = format!("name: x\ndefault: y\n#{}\n", "x".repeat(MAX_DOCUMENT_BYTES));
-        assert!(parse_err(&big).message.contains("larger than"));
+    fn condition_positions_for_plain_and_escaped_scalars() {
+        // Plain scalar: the column is exact.
+        let e = parse_err(
+            "name: x\nroutes:\n  - name: a\n    condition: stream and\n    model: m\ndefault: y\n",
+        );
+        assert_eq!((e.line, e.column), (Some(4), Some(26)), "{e}");
+        // With escapes the text is not verbatim: the scalar's own position is reported.
+        let e = parse_err(
+            "name: x\nroutes:\n  - {name: a, condition: \"team == \\\"x\\\" or\", model: m}\ndefault: y\n",
+        );
+        assert_eq!((e.line, e.column), (Some(3), Some(26)), "{e}");
+        assert!(e.message.contains("unexpected end"), "{e}");
     }
 
     #[test]
-    fn line_col_counts_characters() {
-        assert_eq!(line_col("ab\ncdé f", 0), (1, 1));
-        assert_eq!(line_col("ab\ncdé f", 3), (2, 1));
-        assert_eq!(line_col("ab\ncdé f", 8), (2, 5));
+    fn wrong_shapes_are_reported_where_they_are() {
+        let e = parse_err("name: x\nroutes: oops\ndefault: y\n");
+        assert_eq!(
+            (e.path.as_deref(), e.line, e.column),
+            (Some("routes"), Some(2), Some(9))
+        );
+        let e = parse_err("name: [a]\ndefault: y\n");
+        assert_eq!((e.path.as_deref(), e.line), (Some("name"), Some(1)));
+        let e = parse_err("- a\n- b\n");
+        assert!(e.message.contains("expected a mapping"), "{e}");
+        let e = parse_err("name: x\nroutes:\n  - {name: a, model: m}\ndefault: y\n");
+        assert!(e.message.contains("missing field `condition`"), "{e}");
+        assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn oversized_documents_are_rejected() {
+        let big = format!("name: x\ndefault: y\n#{}\n", "x".repeat(MAX_DOCUMENT_BYTES));
+        assert!(parse_err(&big).message.contains("larger than"));
     }
 }
