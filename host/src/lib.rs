@@ -7,6 +7,7 @@ pub mod config;
 pub mod demo;
 pub mod http;
 pub mod metrics;
+pub mod policy;
 pub mod routing;
 pub mod simulator;
 pub mod upstream;

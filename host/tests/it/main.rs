@@ -10,6 +10,7 @@
 
 mod cli;
 mod gateway;
+mod policy;
 
 use std::net::SocketAddr;
 use std::time::Duration;

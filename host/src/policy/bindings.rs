@@ -1,0 +1,212 @@
+//! The one place the WIT contract (`wit/policy.wit`) is bound in the host, and the conversions
+//! between the host's types and the WIT types. Also the per-call store state and the `host`
+//! interface a policy imports (`log`, `config-get`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, StoreLimits};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::{Candidate, PolicyError, RouteFacts};
+
+// Exports are called with `call_async`: wasmtime-wasi's synchronous p2 implementation runs its
+// streams with `block_on`, which panics on a tokio thread (measured: a guest writing its panic
+// message to stderr took the test down). The host imports stay synchronous (they never block).
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "router-policy",
+    exports: { default: async },
+});
+
+pub(crate) use exports::sovereign::policy::router::RouteDecision;
+use sovereign::policy::host::Level;
+pub(crate) use sovereign::policy::types::{ModelInfo, RequestFacts};
+
+/// Longest log message kept from a policy, in bytes; the rest is cut.
+const MAX_LOG_BYTES: usize = 1024;
+/// Most log lines a policy may write per call; the rest are dropped.
+const MAX_LOGS_PER_CALL: u32 = 16;
+
+/// What a store holds for one call.
+pub(crate) struct CallState {
+    pub policy_id: Arc<str>,
+    pub settings: Arc<HashMap<String, String>>,
+    pub limiter: Limiter,
+    logs: u32,
+    /// Empty: no preopens, no environment, no arguments, stdio discarded, sockets denied. Rust
+    /// guests built for wasm32-wasip2 import WASI through std even when they use none of it.
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl CallState {
+    pub fn new(
+        policy_id: Arc<str>,
+        settings: Arc<HashMap<String, String>>,
+        memory_cap: usize,
+    ) -> Self {
+        CallState {
+            policy_id,
+            settings,
+            limiter: Limiter::new(memory_cap),
+            logs: 0,
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// `StoreLimits` (memory cap, instance/table/memory counts, trap on grow failure) that also
+/// remembers whether the memory cap was what stopped the guest.
+pub(crate) struct Limiter {
+    inner: StoreLimits,
+    pub memory_cap_hit: bool,
+}
+
+impl Limiter {
+    fn new(memory_cap: usize) -> Self {
+        Limiter {
+            inner: wasmtime::StoreLimitsBuilder::new()
+                .memory_size(memory_cap)
+                .instances(64)
+                .tables(64)
+                .memories(16)
+                .table_elements(100_000)
+                .trap_on_grow_failure(true)
+                .build(),
+            memory_cap_hit: false,
+        }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let r = self.inner.memory_growing(current, desired, maximum);
+        if !matches!(r, Ok(true)) {
+            self.memory_cap_hit = true;
+        }
+        r
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.memory_cap_hit = true;
+        self.inner.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.inner.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.inner.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.inner.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.inner.memories()
+    }
+}
+
+impl sovereign::policy::types::Host for CallState {}
+
+impl sovereign::policy::host::Host for CallState {
+    fn log(&mut self, level: Level, message: String) {
+        self.logs += 1;
+        if self.logs > MAX_LOGS_PER_CALL {
+            return;
+        }
+        let mut end = message.len().min(MAX_LOG_BYTES);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let message = &message[..end];
+        let policy = &*self.policy_id;
+        match level {
+            Level::Debug => tracing::debug!(policy, "{message}"),
+            Level::Info => tracing::info!(policy, "{message}"),
+            Level::Warn => tracing::warn!(policy, "{message}"),
+            Level::Error => tracing::error!(policy, "{message}"),
+        }
+    }
+
+    fn config_get(&mut self, key: String) -> Option<String> {
+        self.settings.get(&key).cloned()
+    }
+}
+
+/// The linker every policy is instantiated through: our `host` interface plus a WASI p2 that
+/// grants nothing (see [`CallState`]).
+pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, PolicyError> {
+    let mut linker = Linker::<CallState>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        .map_err(|e| PolicyError::Engine(format!("linking WASI: {e}")))?;
+    RouterPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        .map_err(|e| PolicyError::Engine(format!("linking the host interface: {e}")))?;
+    Ok(linker)
+}
+
+impl From<&RouteFacts> for RequestFacts {
+    fn from(f: &RouteFacts) -> Self {
+        RequestFacts {
+            request_id: f.request_id.clone(),
+            team_id: f.team_id.clone(),
+            key_id: f.key_id.clone(),
+            actor_id: f.actor_id.clone(),
+            requested_model: f.requested_model.clone(),
+            language: f.language.clone(),
+            prompt_tokens: f.prompt_tokens,
+            profile: f.profile.clone(),
+            classification: f.classification.clone(),
+            allowed_regions: f.allowed_regions.clone(),
+            stream: f.stream,
+            labels: f.labels.clone(),
+        }
+    }
+}
+
+impl From<&Candidate> for ModelInfo {
+    fn from(c: &Candidate) -> Self {
+        let m = &c.model;
+        ModelInfo {
+            id: m.id.0.clone(),
+            family: m.family.clone(),
+            languages: m.languages.clone(),
+            region: m.region.clone(),
+            local: m.local,
+            input_cost_per_mtok: m.input_cost_per_mtok,
+            output_cost_per_mtok: m.output_cost_per_mtok,
+            context_window: m.context_window,
+            healthy: c.healthy,
+            latency_p50_ms: c.latency_p50_ms,
+            tags: Vec::new(),
+        }
+    }
+}

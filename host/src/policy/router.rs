@@ -1,0 +1,322 @@
+//! Router policies: a component of the `router-policy` world, pre-instantiated once, called in a
+//! fresh store per request. Its answers are checked against the candidates before use.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use super::bindings::{self, CallState, ModelInfo, RequestFacts, RouterPolicyPre};
+use super::{CallLimits, PolicyError, PolicyHost, cache};
+use crate::config::ModelConfig;
+
+const WORLD: &str = "sovereign:policy/router-policy@0.1.0";
+/// Longest `rule` or `policy` name accepted from a router, in bytes.
+const MAX_NAME_BYTES: usize = 256;
+
+/// What the host tells a router about a request (the WIT `request-facts`). Never the prompt.
+#[derive(Debug, Clone, Default)]
+pub struct RouteFacts {
+    pub request_id: String,
+    pub team_id: String,
+    pub key_id: String,
+    pub actor_id: String,
+    pub requested_model: String,
+    pub language: String,
+    pub prompt_tokens: u32,
+    pub profile: Option<String>,
+    pub classification: Option<String>,
+    pub allowed_regions: Vec<String>,
+    pub stream: bool,
+    pub labels: Vec<(String, String)>,
+}
+
+/// A model the router may choose, with its live state.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub model: Arc<ModelConfig>,
+    pub healthy: bool,
+    pub latency_p50_ms: Option<f64>,
+}
+
+/// A router's checked answer: every model named is one of the candidates.
+#[derive(Debug, Clone)]
+pub struct RouterDecision {
+    pub model: Arc<ModelConfig>,
+    pub fallbacks: Vec<Arc<ModelConfig>>,
+    /// The rule that decided, as the policy names it.
+    pub rule: String,
+    /// The routing policy's name, for `X-Route-Policy`.
+    pub policy: String,
+}
+
+/// A loaded router policy. Cheap to share (`Arc`); calls run concurrently.
+pub struct RouterPolicy {
+    host: PolicyHost,
+    id: Arc<str>,
+    sha256: String,
+    pre: RouterPolicyPre<CallState>,
+    settings: Arc<HashMap<String, String>>,
+    limits: CallLimits,
+}
+
+impl std::fmt::Debug for RouterPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterPolicy")
+            .field("id", &self.id)
+            .field("sha256", &self.sha256)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RouterPolicy {
+    /// Compiles (or reads from the cache), checks the exports against the `router-policy` world,
+    /// pre-instantiates, and smoke-calls the policy with golden input under `limits`, all on a
+    /// blocking thread. `candidates` are the models the smoke call offers; the golden request is an
+    /// English `auto-router` request of 100 tokens. A smoke call that fails, answers badly or
+    /// rejects with a 5xx status fails the load; a 4xx rejection is a legitimate answer.
+    pub async fn load(
+        host: &PolicyHost,
+        id: &str,
+        wasm: Vec<u8>,
+        settings: HashMap<String, String>,
+        limits: CallLimits,
+        candidates: Vec<Candidate>,
+    ) -> Result<RouterPolicy, PolicyError> {
+        let host = host.clone();
+        let id: Arc<str> = id.into();
+        let policy = tokio::task::spawn_blocking(move || {
+            Self::load_blocking(host, id, &wasm, settings, limits)
+        })
+        .await
+        .map_err(|e| PolicyError::Cancelled(e.to_string()))??;
+        policy.smoke_call(&candidates).await?;
+        Ok(policy)
+    }
+
+    fn load_blocking(
+        host: PolicyHost,
+        id: Arc<str>,
+        wasm: &[u8],
+        settings: HashMap<String, String>,
+        limits: CallLimits,
+    ) -> Result<RouterPolicy, PolicyError> {
+        let inner = &host.inner;
+        let sha256 = cache::sha256_hex(wasm);
+        let started = Instant::now();
+        let component = cache::compile(
+            &inner.engine,
+            &inner.engine_key,
+            inner.config.cache_dir.as_deref(),
+            wasm,
+            &sha256,
+        )?;
+        let wrong_world = |reason: String| PolicyError::WrongWorld {
+            world: WORLD,
+            reason,
+        };
+        let instance_pre = inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| wrong_world(format!("{e:#}")))?;
+        let pre = RouterPolicyPre::new(instance_pre).map_err(|e| wrong_world(format!("{e:#}")))?;
+        tracing::info!(policy = &*id, sha256, elapsed = ?started.elapsed(), "router policy compiled");
+        let limits = CallLimits {
+            memory_bytes: limits.memory_bytes.min(inner.config.max_memory_bytes),
+            ..limits
+        };
+        Ok(RouterPolicy {
+            host: host.clone(),
+            id,
+            sha256,
+            pre,
+            settings: Arc::new(settings),
+            limits,
+        })
+    }
+
+    async fn smoke_call(&self, candidates: &[Candidate]) -> Result<(), PolicyError> {
+        let facts = RouteFacts {
+            request_id: "smoke-call".into(),
+            team_id: "smoke".into(),
+            key_id: "smoke".into(),
+            actor_id: "smoke".into(),
+            requested_model: crate::config::AUTO_ROUTER.into(),
+            language: "en".into(),
+            prompt_tokens: 100,
+            ..RouteFacts::default()
+        };
+        match self.route(&facts, candidates).await {
+            Ok(_) => Ok(()),
+            Err(PolicyError::Rejected { status, .. }) if (400..500).contains(&status) => Ok(()),
+            Err(e) => Err(PolicyError::SmokeCall {
+                policy: self.id.to_string(),
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// sha256 of the component, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    pub fn limits(&self) -> CallLimits {
+        self.limits
+    }
+
+    /// Asks the policy to route a request: a fresh instance in a fresh store, under the memory
+    /// cap and the deadline; the store is dropped afterwards whatever happened.
+    ///
+    /// The guest runs on the calling task. Every epoch tick it yields to the runtime, so a
+    /// looping guest cannot hold a worker thread, and once the deadline has passed it is stopped.
+    pub async fn route(
+        &self,
+        facts: &RouteFacts,
+        candidates: &[Candidate],
+    ) -> Result<RouterDecision, PolicyError> {
+        let wit_facts = RequestFacts::from(facts);
+        let wit_candidates: Vec<ModelInfo> = candidates.iter().map(ModelInfo::from).collect();
+        let state = CallState::new(
+            self.id.clone(),
+            self.settings.clone(),
+            self.limits.memory_bytes,
+        );
+        let mut store = Store::new(&self.host.inner.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Called once per epoch tick while the guest runs: count the tick, then yield to the
+        // runtime or stop the guest. Touches host data only (WASM-HOST.md §4.2 rule 4).
+        let budget = self.host.ticks(self.limits.deadline);
+        let mut ticks = 0u64;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            ticks += 1;
+            Ok(if ticks >= budget {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => return Err(self.classify(&store, e, true)),
+        };
+        let answer = match instance
+            .sovereign_policy_router()
+            .call_route(&mut store, &wit_facts, &wit_candidates)
+            .await
+        {
+            Ok(a) => a,
+            Err(e) => return Err(self.classify(&store, e, false)),
+        };
+        match answer {
+            Ok(decision) => self.check(decision, candidates),
+            Err(r) => {
+                if !(400..600).contains(&r.status) {
+                    return Err(self
+                        .bad_answer(format!("rejection status {} is not a 4xx or 5xx", r.status)));
+                }
+                Err(PolicyError::Rejected {
+                    policy: self.id.to_string(),
+                    status: r.status,
+                    code: truncate(r.code, MAX_NAME_BYTES),
+                    message: truncate(r.message, 1024),
+                })
+            }
+        }
+    }
+
+    fn classify(
+        &self,
+        store: &Store<CallState>,
+        e: wasmtime::Error,
+        instantiating: bool,
+    ) -> PolicyError {
+        let policy = self.id.to_string();
+        if store.data().limiter.memory_cap_hit {
+            return PolicyError::MemoryLimit {
+                policy,
+                cap: self.limits.memory_bytes,
+            };
+        }
+        match e.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => PolicyError::Timeout {
+                policy,
+                deadline: self.limits.deadline,
+            },
+            Some(trap) => PolicyError::Trap {
+                policy,
+                message: trap.to_string(),
+            },
+            None if instantiating => PolicyError::Instantiate {
+                policy,
+                reason: format!("{e:#}"),
+            },
+            None => PolicyError::Trap {
+                policy,
+                message: e.to_string(),
+            },
+        }
+    }
+
+    fn bad_answer(&self, reason: String) -> PolicyError {
+        PolicyError::BadAnswer {
+            policy: self.id.to_string(),
+            reason,
+        }
+    }
+
+    /// Every model named must be a candidate; names must be short.
+    fn check(
+        &self,
+        d: bindings::RouteDecision,
+        candidates: &[Candidate],
+    ) -> Result<RouterDecision, PolicyError> {
+        let find = |id: &str| {
+            candidates
+                .iter()
+                .find(|c| c.model.id.0 == id)
+                .map(|c| c.model.clone())
+                .ok_or_else(|| {
+                    self.bad_answer(format!(
+                        "`{}` is not a candidate model",
+                        truncate(id.to_string(), 64)
+                    ))
+                })
+        };
+        let model = find(&d.model)?;
+        let fallbacks = d
+            .fallbacks
+            .iter()
+            .map(|f| find(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        if d.rule.len() > MAX_NAME_BYTES || d.policy.len() > MAX_NAME_BYTES {
+            return Err(self.bad_answer(format!(
+                "rule and policy names must be at most {MAX_NAME_BYTES} bytes"
+            )));
+        }
+        Ok(RouterDecision {
+            model,
+            fallbacks,
+            rule: d.rule,
+            policy: d.policy,
+        })
+    }
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}

@@ -1,0 +1,399 @@
+//! The Wasm policy host (issue 3): the built-in rules router through the real engine, and hostile
+//! guests that loop, grow memory, trap, snoop, lie or export the wrong world. After every hostile
+//! call the host must still serve good calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use sovereign::config::Config;
+use sovereign::policy::{
+    CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts, RouterPolicy,
+};
+use tokio::sync::OnceCell;
+
+const SEED_POLICY: &str = "\
+name: sovereign-default
+routes:
+  - name: arabic
+    condition: \"language == 'ar'\"
+    model: jais-30b
+  - name: small-prompts
+    condition: \"prompt_tokens < 500\"
+    model: llama-3.2-3b
+default: llama-3.1-70b
+";
+
+/// One engine for the whole test binary, as in the gateway; compiled artifacts cached so each
+/// component is compiled once per run.
+fn host() -> &'static PolicyHost {
+    static HOST: OnceLock<PolicyHost> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let cache =
+            std::env::temp_dir().join(format!("sovereign-it-policy-{}", std::process::id()));
+        PolicyHost::new(HostConfig {
+            max_instances: 64,
+            max_memory_bytes: 64 << 20,
+            cache_dir: Some(cache),
+            ..HostConfig::default()
+        })
+        .unwrap()
+    })
+}
+
+fn fleet() -> Vec<Candidate> {
+    static MODELS: OnceLock<Config> = OnceLock::new();
+    let config = MODELS.get_or_init(|| {
+        let model = |id: &str, langs: &str, cost: (f64, f64)| {
+            format!(
+                "[[models]]\nid = \"{id}\"\nfamily = \"test\"\nkind = \"chat\"\nlanguages = [{langs}]\n\
+                 region = \"eu\"\nlocal = true\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+                 input_cost_per_mtok = {:?}\noutput_cost_per_mtok = {:?}\n",
+                cost.0, cost.1
+            )
+        };
+        let text = [
+            "sovereign_id = \"test\"\nregion = \"eu\"\ndefault_model = \"llama-3.1-70b\"\n".to_string(),
+            model("llama-3.1-70b", "\"en\", \"fr\", \"ar\"", (0.6, 0.8)),
+            model("jais-30b", "\"ar\", \"en\"", (0.4, 0.6)),
+            model("llama-3.2-3b", "\"en\", \"fr\"", (0.05, 0.1)),
+            model("mistral-7b", "\"en\", \"fr\"", (0.1, 0.2)),
+        ]
+        .concat();
+        Config::parse(&text).unwrap_or_else(|e| panic!("{e}"))
+    });
+    let latency = [900.0, 700.0, 120.0, 90.0];
+    config
+        .models
+        .iter()
+        .zip(latency)
+        .map(|(m, p50)| Candidate {
+            model: m.clone(),
+            healthy: true,
+            latency_p50_ms: Some(p50),
+        })
+        .collect()
+}
+
+fn facts(language: &str, tokens: u32) -> RouteFacts {
+    RouteFacts {
+        request_id: "req-test".into(),
+        team_id: "research".into(),
+        requested_model: "auto-router".into(),
+        language: language.into(),
+        prompt_tokens: tokens,
+        ..RouteFacts::default()
+    }
+}
+
+fn hostile_facts(mode: &str) -> RouteFacts {
+    RouteFacts {
+        labels: vec![("mode".into(), mode.into())],
+        ..facts("en", 10)
+    }
+}
+
+async fn load(
+    wasm: &str,
+    settings: &[(&str, &str)],
+    limits: CallLimits,
+) -> Result<RouterPolicy, PolicyError> {
+    let bytes = std::fs::read(wasm).unwrap();
+    let settings: HashMap<String, String> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    RouterPolicy::load(host(), "test-policy", bytes, settings, limits, fleet()).await
+}
+
+/// Limits for the policies shared by the tests: a deadline that good calls meet even on a
+/// loaded 2-core CI machine running the debug build (the default is 5 ms).
+const TEST_LIMITS: CallLimits = CallLimits {
+    deadline: Duration::from_millis(25),
+    memory_bytes: 32 << 20,
+};
+
+async fn rules_router() -> &'static RouterPolicy {
+    static P: OnceCell<RouterPolicy> = OnceCell::const_new();
+    P.get_or_init(|| async {
+        load(
+            policy_artifacts::RULES_ROUTER,
+            &[("policy", SEED_POLICY)],
+            TEST_LIMITS,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    })
+    .await
+}
+
+async fn hostile() -> &'static RouterPolicy {
+    static P: OnceCell<RouterPolicy> = OnceCell::const_new();
+    P.get_or_init(|| async {
+        load(policy_artifacts::HOSTILE, &[], TEST_LIMITS)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    })
+    .await
+}
+
+/// After a hostile call: the same policy and the rules router still answer.
+async fn still_serves(p: &RouterPolicy) {
+    let d = p.route(&facts("en", 10), &fleet()).await.unwrap();
+    assert_eq!(d.rule, "first-candidate");
+    let d = rules_router()
+        .await
+        .route(&facts("ar", 10), &fleet())
+        .await
+        .unwrap();
+    assert_eq!(d.model.id.0, "jais-30b");
+}
+
+#[tokio::test]
+async fn rules_router_routes_by_language_size_order_and_default() {
+    let p = rules_router().await;
+    let f = fleet();
+    let d = p.route(&facts("ar", 2000), &f).await.unwrap();
+    assert_eq!(
+        (d.model.id.0.as_str(), d.rule.as_str()),
+        ("jais-30b", "arabic")
+    );
+    assert_eq!(d.policy, "sovereign-default");
+    assert_eq!(d.fallbacks.len(), 1);
+    assert_eq!(d.fallbacks[0].id.0, "llama-3.1-70b");
+    let d = p.route(&facts("en", 42), &f).await.unwrap();
+    assert_eq!(
+        (d.model.id.0.as_str(), d.rule.as_str()),
+        ("llama-3.2-3b", "small-prompts")
+    );
+    // Both rules match a short Arabic prompt: the first one listed wins.
+    let d = p.route(&facts("ar", 42), &f).await.unwrap();
+    assert_eq!(d.rule, "arabic");
+    let d = p.route(&facts("en", 2000), &f).await.unwrap();
+    assert_eq!(
+        (d.model.id.0.as_str(), d.rule.as_str()),
+        ("llama-3.1-70b", "default")
+    );
+    assert!(d.fallbacks.is_empty());
+}
+
+#[tokio::test]
+async fn rules_router_profiles_pick_among_healthy_speakers() {
+    let p = load(
+        policy_artifacts::RULES_ROUTER,
+        &[("policy", "name: profiles-only\ndefault: llama-3.1-70b\n")],
+        CallLimits::default(),
+    )
+    .await
+    .unwrap();
+    let mut f = fleet();
+    let with = |profile: &str, lang: &str| RouteFacts {
+        profile: Some(profile.into()),
+        ..facts(lang, 2000)
+    };
+    let d = p.route(&with("cost", "en"), &f).await.unwrap();
+    assert_eq!(
+        (d.model.id.0.as_str(), d.rule.as_str()),
+        ("llama-3.2-3b", "profile:cost")
+    );
+    assert_eq!(
+        p.route(&with("performance", "en"), &f)
+            .await
+            .unwrap()
+            .model
+            .id
+            .0,
+        "mistral-7b"
+    );
+    assert_eq!(
+        p.route(&with("balanced", "ar"), &f)
+            .await
+            .unwrap()
+            .model
+            .id
+            .0,
+        "jais-30b"
+    );
+    f[3].healthy = false; // mistral-7b
+    assert_eq!(
+        p.route(&with("performance", "en"), &f)
+            .await
+            .unwrap()
+            .model
+            .id
+            .0,
+        "llama-3.2-3b"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_document_is_rejected_at_load_with_its_position() {
+    let broken = SEED_POLICY.replace("prompt_tokens < 500", "prompt_tokens <> 500");
+    let err = load(
+        policy_artifacts::RULES_ROUTER,
+        &[("policy", &broken)],
+        CallLimits::default(),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, PolicyError::SmokeCall { .. }), "{text}");
+    assert!(text.contains("line 7, column 32"), "{text}");
+    assert!(text.contains("routes[1].condition"), "{text}");
+
+    let err = load(
+        policy_artifacts::RULES_ROUTER,
+        &[("policy", "name: [")],
+        CallLimits::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("line 1"), "{err}");
+
+    let err = load(policy_artifacts::RULES_ROUTER, &[], CallLimits::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no `policy` setting"), "{err}");
+}
+
+#[tokio::test]
+async fn an_infinite_loop_is_stopped_at_its_deadline() {
+    let p = hostile().await;
+    let started = Instant::now();
+    let err = p.route(&hostile_facts("loop"), &fleet()).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, PolicyError::Timeout { .. }), "{err}");
+    assert!(
+        matches!(err, PolicyError::Timeout { deadline, .. } if deadline == TEST_LIMITS.deadline)
+    );
+    // Checked every 1 ms tick; generous slack for a loaded CI machine.
+    // Counted in 1 ms ticks of running, the first of which may be partial.
+    assert!(took >= Duration::from_millis(23), "stopped early: {took:?}");
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    still_serves(p).await;
+}
+
+#[tokio::test]
+async fn the_deadline_is_configurable() {
+    let limits = CallLimits {
+        deadline: Duration::from_millis(60),
+        ..CallLimits::default()
+    };
+    let p = load(policy_artifacts::HOSTILE, &[], limits).await.unwrap();
+    let started = Instant::now();
+    let err = p.route(&hostile_facts("loop"), &fleet()).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, PolicyError::Timeout { deadline, .. } if deadline == limits.deadline));
+    assert!(took >= Duration::from_millis(55), "stopped early: {took:?}");
+    assert!(took < Duration::from_millis(1000), "took {took:?}");
+    still_serves(&p).await;
+}
+
+#[tokio::test]
+async fn unbounded_memory_growth_is_trapped_at_the_cap() {
+    let limits = CallLimits {
+        deadline: Duration::from_secs(5),
+        memory_bytes: 8 << 20,
+    };
+    let p = load(policy_artifacts::HOSTILE, &[], limits).await.unwrap();
+    let err = p.route(&hostile_facts("grow"), &fleet()).await.unwrap_err();
+    assert!(
+        matches!(err, PolicyError::MemoryLimit { cap, .. } if cap == 8 << 20),
+        "{err}"
+    );
+    still_serves(&p).await;
+}
+
+#[tokio::test]
+async fn a_panicking_guest_is_a_trap_not_a_crash() {
+    let p = hostile().await;
+    let err = p
+        .route(&hostile_facts("panic"), &fleet())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PolicyError::Trap { .. }), "{err}");
+    assert!(err.to_string().contains("unreachable"), "{err}");
+    still_serves(p).await;
+}
+
+#[tokio::test]
+async fn a_guest_gets_no_files_environment_or_arguments() {
+    // Something to find, were the sandbox leaky.
+    assert!(std::env::vars().count() > 0);
+    let p = hostile().await;
+    let d = p.route(&hostile_facts("snoop"), &fleet()).await.unwrap();
+    assert!(
+        d.rule.starts_with("env=0;args=0;file=denied;dir=denied;"),
+        "{}",
+        d.rule
+    );
+    still_serves(p).await;
+}
+
+#[tokio::test]
+async fn an_answer_naming_no_candidate_is_refused() {
+    let p = hostile().await;
+    let err = p
+        .route(&hostile_facts("bad-model"), &fleet())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PolicyError::BadAnswer { .. }), "{err}");
+    assert!(err.to_string().contains("not-a-candidate"), "{err}");
+    still_serves(p).await;
+}
+
+#[tokio::test]
+async fn a_component_of_the_wrong_world_is_refused_at_load() {
+    let err = load(policy_artifacts::WRONG_WORLD, &[], CallLimits::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PolicyError::WrongWorld { .. }), "{err}");
+    assert!(err.to_string().contains("sovereign:policy/router"), "{err}");
+    let garbage = RouterPolicy::load(
+        host(),
+        "garbage",
+        b"\0asm not really".to_vec(),
+        HashMap::new(),
+        CallLimits::default(),
+        fleet(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(garbage, PolicyError::Compile(_)), "{garbage}");
+    still_serves(hostile().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_run_concurrently_and_a_looping_guest_does_not_hold_a_worker() {
+    let p = rules_router().await;
+    let f = Arc::new(fleet());
+    // A looping guest on one task...
+    let looping = tokio::spawn(async {
+        let h = hostile().await;
+        for _ in 0..4 {
+            let err = h.route(&hostile_facts("loop"), &fleet()).await.unwrap_err();
+            assert!(matches!(err, PolicyError::Timeout { .. }), "{err}");
+        }
+    });
+    // ...while good calls run on others.
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let f = f.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                let lang = if (t + i) % 2 == 0 { "ar" } else { "en" };
+                let d = p.route(&facts(lang, 2000), &f).await.unwrap();
+                let want = if lang == "ar" {
+                    "jais-30b"
+                } else {
+                    "llama-3.1-70b"
+                };
+                assert_eq!(d.model.id.0, want);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    looping.await.unwrap();
+}

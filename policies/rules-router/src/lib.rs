@@ -1,0 +1,77 @@
+//! The built-in rules router: a routing policy component. It reads its policy document from the
+//! host (`config-get("policy")`), evaluates the routes top to bottom and answers with a model.
+//!
+//! The logic lives in [`condition`], [`policy`] and [`yaml`], plain Rust tested natively; the component
+//! glue below only converts between the WIT types and those.
+
+pub mod condition;
+pub mod policy;
+pub mod yaml;
+
+#[cfg(target_arch = "wasm32")]
+mod component {
+    #![allow(
+        unsafe_code,
+        reason = "wit-bindgen's generated glue is unsafe by nature"
+    )]
+
+    wit_bindgen::generate!({ world: "router-policy", path: "../../wit" });
+
+    use exports::sovereign::policy::router::{Guest, RouteDecision as Route};
+    use sovereign::policy::host::{self, Level};
+    use sovereign::policy::types::{ModelInfo, Rejection, RequestFacts};
+
+    use crate::condition::Facts;
+    use crate::policy::{Candidate, Policy};
+
+    struct RulesRouter;
+
+    fn misconfigured(message: String) -> Rejection {
+        host::log(Level::Error, &message);
+        Rejection {
+            status: 500,
+            code: "policy_misconfigured".into(),
+            message,
+        }
+    }
+
+    impl Guest for RulesRouter {
+        fn route(facts: RequestFacts, candidates: Vec<ModelInfo>) -> Result<Route, Rejection> {
+            let Some(text) = host::config_get("policy") else {
+                return Err(misconfigured(
+                    "the rules router has no `policy` setting".into(),
+                ));
+            };
+            let policy = Policy::parse(&text).map_err(|e| misconfigured(e.to_string()))?;
+            let facts = Facts {
+                language: facts.language,
+                prompt_tokens: facts.prompt_tokens,
+                team: facts.team_id,
+                profile: facts.profile,
+                classification: facts.classification,
+                stream: facts.stream,
+                model: facts.requested_model,
+            };
+            let candidates: Vec<Candidate> = candidates
+                .into_iter()
+                .map(|m| Candidate {
+                    id: m.id,
+                    languages: m.languages,
+                    healthy: m.healthy,
+                    input_cost_per_mtok: m.input_cost_per_mtok,
+                    output_cost_per_mtok: m.output_cost_per_mtok,
+                    latency_p50_ms: m.latency_p50_ms,
+                })
+                .collect();
+            let d = policy.decide(&facts, &candidates);
+            Ok(Route {
+                model: d.model,
+                fallbacks: d.fallbacks,
+                rule: d.rule,
+                policy: policy.name,
+            })
+        }
+    }
+
+    export!(RulesRouter);
+}
