@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod config;
 pub mod demo;
+pub mod facts;
 pub mod http;
 pub mod metrics;
 pub mod policy;
