@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,6 +76,35 @@ struct RawConfig {
     teams: Vec<RawTeam>,
     #[serde(default)]
     keys: Vec<RawKey>,
+    #[serde(default)]
+    routing: Option<RawRouting>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouting {
+    /// The routing document (YAML) given to the router as its `policy` setting; a path relative
+    /// to the config file.
+    #[serde(default)]
+    document: Option<String>,
+    /// A router component (.wasm) to run instead of the built-in rules router.
+    #[serde(default)]
+    component: Option<String>,
+    #[serde(default = "default_policy_deadline_ms")]
+    deadline_ms: u64,
+    #[serde(default = "default_policy_memory_mb")]
+    memory_mb: u64,
+    /// Where compiled policies are cached (a directory only the gateway writes to); relative to
+    /// the config file. Unset: policies are compiled at every start.
+    #[serde(default)]
+    cache_dir: Option<String>,
+}
+
+fn default_policy_deadline_ms() -> u64 {
+    5
+}
+fn default_policy_memory_mb() -> u64 {
+    32
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +210,19 @@ pub struct Config {
     pub models: Vec<Arc<ModelConfig>>,
     pub teams: Vec<TeamConfig>,
     pub keys: Vec<KeyConfig>,
+    /// The router policy; `None` sends `auto-router` to the default model.
+    pub routing: Option<RoutingConfig>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RoutingConfig {
+    /// The routing document's text (the router's `policy` setting).
+    pub document: Option<String>,
+    /// A router component to use instead of the built-in rules router: its path and bytes.
+    pub component: Option<(PathBuf, Arc<[u8]>)>,
+    pub deadline: Duration,
+    pub memory_bytes: usize,
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -255,16 +297,23 @@ impl fmt::Display for ConfigErrors {
 }
 
 impl Config {
+    /// Reads a config file; paths in it are relative to the file's directory.
     pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigErrors(vec![format!("{}: {e}", path.display())]))?;
-        Config::parse(&text)
+        let base = path.parent().unwrap_or(Path::new("."));
+        Config::parse_in(&text, base)
     }
 
+    /// Parses config text; paths in it are relative to the current directory.
     pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
+        Config::parse_in(text, Path::new("."))
+    }
+
+    fn parse_in(text: &str, base: &Path) -> Result<Config, ConfigErrors> {
         let raw: RawConfig =
             toml::from_str(text).map_err(|e| ConfigErrors(vec![e.to_string().trim().into()]))?;
-        validate(raw)
+        validate(raw, base)
     }
 
     pub fn model(&self, id: &str) -> Option<&Arc<ModelConfig>> {
@@ -272,7 +321,7 @@ impl Config {
     }
 }
 
-fn validate(raw: RawConfig) -> Result<Config, ConfigErrors> {
+fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     let mut errors = Vec::new();
     let mut err = |path: String, msg: &str| errors.push(format!("{path}: {msg}"));
 
@@ -460,6 +509,50 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigErrors> {
         }
     }
 
+    let routing = raw.routing.map(|r| {
+        let mut problems = Vec::new();
+        let document = r.document.as_deref().and_then(|p| {
+            read_file(base, p)
+                .and_then(|bytes| {
+                    String::from_utf8(bytes).map_err(|_| format!("{p}: not UTF-8 text"))
+                })
+                .map_err(|e| problems.push(("routing.document", e)))
+                .ok()
+        });
+        let component = r.component.as_deref().and_then(|p| {
+            read_file(base, p)
+                .map(|bytes| (base.join(p), Arc::from(bytes)))
+                .map_err(|e| problems.push(("routing.component", e)))
+                .ok()
+        });
+        if r.document.is_none() && r.component.is_none() {
+            problems.push((
+                "routing",
+                "name a `document` for the built-in rules router, or a router `component`".into(),
+            ));
+        }
+        if r.deadline_ms == 0 || r.deadline_ms > 1_000 {
+            problems.push(("routing.deadline_ms", "must be between 1 and 1000".into()));
+        }
+        if r.memory_mb == 0 || r.memory_mb > 128 {
+            problems.push(("routing.memory_mb", "must be between 1 and 128".into()));
+        }
+        let routing = RoutingConfig {
+            document,
+            component,
+            deadline: Duration::from_millis(r.deadline_ms),
+            memory_bytes: usize::try_from(r.memory_mb << 20).unwrap_or(usize::MAX),
+            cache_dir: r.cache_dir.as_deref().map(|d| base.join(d)),
+        };
+        (routing, problems)
+    });
+    let routing = routing.map(|(routing, problems)| {
+        for (path, msg) in problems {
+            err(path.into(), &msg);
+        }
+        routing
+    });
+
     match listen {
         Some(listen) if errors.is_empty() => Ok(Config {
             sovereign_id: raw.sovereign_id,
@@ -476,9 +569,16 @@ fn validate(raw: RawConfig) -> Result<Config, ConfigErrors> {
             models,
             teams,
             keys,
+            routing,
         }),
         _ => Err(ConfigErrors(errors)),
     }
+}
+
+/// Reads a file named in the config, relative to the config's directory.
+fn read_file(base: &Path, path: &str) -> Result<Vec<u8>, String> {
+    let full = base.join(path);
+    std::fs::read(&full).map_err(|e| format!("{}: {e}", full.display()))
 }
 
 fn is_language_code(l: &str) -> bool {

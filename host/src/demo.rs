@@ -30,14 +30,41 @@ impl DemoKeys {
     }
 }
 
-/// A complete gateway config (TOML) in front of a simulated fleet at `fleet_url`.
-pub fn demo_config(listen: SocketAddr, fleet_url: &str, keys: &DemoKeys) -> String {
+/// The demo's routing document for the built-in rules router (written as `routing.yaml`).
+pub const DEMO_ROUTING: &str = "\
+# Written by `sovereign demo`: the built-in rules router's document. Routes are tried top to
+# bottom; the first whose condition holds wins; else `default`.
+name: sovereign-default
+routes:
+  - name: arabic
+    condition: \"language == 'ar'\"
+    model: jais-30b-chat
+  - name: french
+    condition: \"language == 'fr'\"
+    model: magistral-small
+  - name: small-prompts
+    condition: \"prompt_tokens < 500\"
+    model: llama-3.2-3b-instruct
+default: qwen2.5-coder-32b
+";
+
+/// A complete gateway config (TOML) in front of a simulated fleet at `fleet_url`, routing with
+/// the built-in rules router and [`DEMO_ROUTING`] (expected at `data_dir/routing.yaml`).
+pub fn demo_config(
+    listen: SocketAddr,
+    fleet_url: &str,
+    keys: &DemoKeys,
+    data_dir: &Path,
+) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
         "# Written by `sovereign demo`: the gateway in front of the simulated fleet.\n\
          sovereign_id = \"demo-riyadh-1\"\nregion = \"sa-riyadh-1\"\ndefault_model = \"jais-30b-chat\"\n\n\
-         [server]\nlisten = \"{listen}\"\n"
+         [server]\nlisten = \"{listen}\"\n\n\
+         [routing]\ndocument = {:?}\ncache_dir = {:?}\n",
+        data_dir.join("routing.yaml").display().to_string(),
+        data_dir.join("policy-cache").display().to_string(),
     );
     for m in demo_fleet() {
         write_model(&mut t, &m, fleet_url);
@@ -72,11 +99,15 @@ fn write_model(t: &mut String, m: &SimModel, fleet_url: &str) {
     );
 }
 
-pub fn write_config(data_dir: &Path, text: &str) -> anyhow::Result<std::path::PathBuf> {
+/// Writes the demo's config and routing document into `data_dir`; returns the config's path.
+pub fn write_files(data_dir: &Path, config: &str) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let routing = data_dir.join("routing.yaml");
+    std::fs::write(&routing, DEMO_ROUTING)
+        .with_context(|| format!("writing {}", routing.display()))?;
     let path = data_dir.join("demo-config.toml");
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(&path, config).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 
@@ -87,9 +118,17 @@ mod tests {
 
     #[test]
     fn the_demo_config_is_a_valid_config_accepting_its_keys() {
+        let dir = std::env::temp_dir().join(format!("sovereign-demo-{}", std::process::id()));
         let keys = DemoKeys::generate();
-        let text = demo_config("127.0.0.1:0".parse().unwrap(), "http://127.0.0.1:9", &keys);
-        let c = Config::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let text = demo_config(
+            "127.0.0.1:0".parse().unwrap(),
+            "http://127.0.0.1:9",
+            &keys,
+            &dir,
+        );
+        let path = write_files(&dir, &text).unwrap();
+        let c = Config::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(c.routing.as_ref().unwrap().document.as_deref() == Some(DEMO_ROUTING));
         assert_eq!(c.models.len(), demo_fleet().len());
         assert_eq!(c.keys.len(), 3);
         assert!(!text.contains(&keys.keys[0].2), "secrets never written");

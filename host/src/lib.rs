@@ -1,6 +1,6 @@
 //! Sovereign Gateway: an OpenAI-compatible gateway in front of language models that run on
-//! infrastructure the customer controls. The binary (`main.rs`) parses the command line and calls
-//! [`run`]; tests start the same [`run`] on port 0.
+//! infrastructure the customer controls. The binary (`main.rs`) parses the command line, prepares
+//! a [`Gateway`] (policies loaded, tokenizer built) and serves it; tests do the same on port 0.
 
 pub mod auth;
 pub mod config;
@@ -20,20 +20,33 @@ use tokio::net::TcpListener;
 use crate::config::Config;
 use crate::http::serve::{ServeOptions, serve};
 
-/// Serves the gateway on `listener` until `shutdown` resolves, then drains in-flight requests.
-pub async fn run(
-    listener: TcpListener,
-    config: Config,
-    shutdown: impl Future<Output = ()>,
-) -> anyhow::Result<()> {
-    let opts = ServeOptions {
-        max_connections: config.server.max_connections,
-        header_read_timeout: config.server.header_read_timeout,
-        shutdown_grace: config.server.shutdown_grace,
-    };
-    let state = http::AppState::new(config)?;
-    serve(listener, http::router(state), opts, shutdown).await?;
-    Ok(())
+/// A gateway ready to serve: its policies compiled, checked and smoke-called, its facts engine
+/// built. Preparing takes up to seconds; serving starts at once.
+pub struct Gateway {
+    state: http::AppState,
+    opts: ServeOptions,
+}
+
+impl Gateway {
+    pub async fn new(config: Config) -> anyhow::Result<Gateway> {
+        let opts = ServeOptions {
+            max_connections: config.server.max_connections,
+            header_read_timeout: config.server.header_read_timeout,
+            shutdown_grace: config.server.shutdown_grace,
+        };
+        let state = http::AppState::new(config).await?;
+        Ok(Gateway { state, opts })
+    }
+
+    /// Serves on `listener` until `shutdown` resolves, then drains in-flight requests.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> anyhow::Result<()> {
+        serve(listener, http::router(self.state), self.opts, shutdown).await?;
+        Ok(())
+    }
 }
 
 /// Serves the simulated model fleet on `listener` until `shutdown` resolves.

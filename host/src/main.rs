@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 
 use sovereign::config::Config;
 use sovereign::simulator::{Behaviour, FailMode};
-use sovereign::{auth, demo, run, run_simulator, shutdown_signal};
+use sovereign::{Gateway, auth, demo, run_simulator, shutdown_signal};
 
 #[derive(Parser)]
 #[command(
@@ -111,8 +111,9 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
             let config = Config::load(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
             let listener = bind(config.server.listen).await?;
             let shutdown = shutdown_signal();
+            let gateway = Gateway::new(config).await?;
             announce(&listener)?;
-            run(listener, config, shutdown).await
+            gateway.serve(listener, shutdown).await
         }
         Command::Demo { listen, data_dir } => {
             let fleet = bind("127.0.0.1:0".parse()?).await?;
@@ -124,18 +125,20 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
 
             let listener = bind(listen).await?;
             let keys = demo::DemoKeys::generate();
-            let text = demo::demo_config(listener.local_addr()?, &fleet_url, &keys);
-            let path = demo::write_config(&data_dir, &text)?;
-            let config = Config::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let data_dir = std::path::absolute(&data_dir)?;
+            let text = demo::demo_config(listener.local_addr()?, &fleet_url, &keys, &data_dir);
+            let path = demo::write_files(&data_dir, &text)?;
+            let config = Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
             tracing::info!(config = %path.display(), fleet = %fleet_url, "demo configuration written");
+            let shutdown = shutdown_signal();
+            let gateway = Gateway::new(config).await?;
             let mut out = std::io::stdout().lock();
             for (name, _, secret) in &keys.keys {
                 writeln!(out, "key {name} {secret}")?;
             }
             drop(out);
-            let shutdown = shutdown_signal();
             announce(&listener)?;
-            let result = run(listener, config, shutdown).await;
+            let result = gateway.serve(listener, shutdown).await;
             let _ = stop_fleet.send(());
             let _ = fleet_task.await;
             result

@@ -1,19 +1,30 @@
 //! The routing step: which configured model serves a request. An explicit model id names the
-//! model; `auto-router` goes to the configured default for now — the Wasm router policy takes
-//! this step over (issue 3). The decision records the policy that made it (`X-Route-Policy`).
+//! model and bypasses the rules; `auto-router` asks the router policy — a Wasm component (the
+//! built-in rules router unless the config names another) — and falls back to the default model
+//! when the policy fails. The decision records the policy and rule that made it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::config::{AUTO_ROUTER, Config, ModelConfig, ModelKind};
+use crate::policy::{
+    CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts, RouterPolicy,
+};
 
-/// Name of the routing policy that applies when no policy component is installed.
+/// `X-Route-Policy` when no router policy decided: none is configured, or it failed.
 pub const DEFAULT_POLICY: &str = "default";
+/// `X-Route-Policy` when the client named a model itself.
+pub const EXPLICIT_POLICY: &str = "explicit-model";
 
 #[derive(Debug, Clone)]
 pub struct Route {
     pub model: Arc<ModelConfig>,
-    /// The routing policy applied.
-    pub policy: &'static str,
+    /// Models to try, in order, if `model` fails (used by the fallback issue).
+    pub fallbacks: Vec<Arc<ModelConfig>>,
+    /// The routing policy applied (`X-Route-Policy`).
+    pub policy: Arc<str>,
+    /// The rule that decided, as the policy names it.
+    pub rule: Arc<str>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -28,34 +39,141 @@ pub enum RoutingError {
     },
     #[error("`auto-router` routes chat completions only; name an embedding model.")]
     AutoNotSupported,
+    /// The router policy refused the request (its status is 4xx).
+    #[error("{message}")]
+    Rejected {
+        status: u16,
+        code: String,
+        message: String,
+    },
 }
 
-/// Chooses the model for a request to an endpoint serving models of `kind`.
-pub fn route(config: &Config, requested: &str, kind: ModelKind) -> Result<Route, RoutingError> {
-    let id = if requested == AUTO_ROUTER {
+/// The routing step, with its policy when one is configured.
+pub struct Router {
+    policy: Option<RouterPolicy>,
+}
+
+impl Router {
+    /// Loads the configured router policy: compiled off the runtime, checked against its world
+    /// and smoke-called before the gateway serves a request.
+    pub async fn from_config(config: &Config) -> Result<Router, PolicyError> {
+        let Some(r) = &config.routing else {
+            return Ok(Router { policy: None });
+        };
+        let host = PolicyHost::new(HostConfig {
+            cache_dir: r.cache_dir.clone(),
+            ..HostConfig::default()
+        })?;
+        let (id, wasm) = match &r.component {
+            Some((path, bytes)) => (path.display().to_string(), bytes.to_vec()),
+            None => (
+                "rules-router".to_string(),
+                policy_artifacts::RULES_ROUTER_COMPONENT.to_vec(),
+            ),
+        };
+        let mut settings = HashMap::new();
+        if let Some(doc) = &r.document {
+            settings.insert("policy".to_string(), doc.clone());
+        }
+        let limits = CallLimits {
+            deadline: r.deadline,
+            memory_bytes: r.memory_bytes,
+        };
+        let policy =
+            RouterPolicy::load(&host, &id, wasm, settings, limits, candidates(config)).await?;
+        Ok(Router {
+            policy: Some(policy),
+        })
+    }
+
+    /// Chooses the model for a request to an endpoint serving models of `kind`.
+    pub async fn route(
+        &self,
+        config: &Config,
+        facts: &RouteFacts,
+        kind: ModelKind,
+    ) -> Result<Route, RoutingError> {
+        let requested = facts.requested_model.as_str();
+        if requested != AUTO_ROUTER {
+            let model = lookup(config, requested, kind)?;
+            return Ok(Route {
+                model,
+                fallbacks: Vec::new(),
+                policy: EXPLICIT_POLICY.into(),
+                rule: EXPLICIT_POLICY.into(),
+            });
+        }
         if kind != ModelKind::Chat {
             return Err(RoutingError::AutoNotSupported);
         }
-        config.default_model.0.as_str()
-    } else {
-        requested
-    };
+        if let Some(policy) = &self.policy {
+            match policy.route(facts, &candidates(config)).await {
+                Ok(d) => {
+                    return Ok(Route {
+                        model: d.model,
+                        fallbacks: d.fallbacks,
+                        policy: d.policy.into(),
+                        rule: d.rule.into(),
+                    });
+                }
+                Err(PolicyError::Rejected {
+                    status,
+                    code,
+                    message,
+                    ..
+                }) => {
+                    return Err(RoutingError::Rejected {
+                        status,
+                        code,
+                        message,
+                    });
+                }
+                // Fail mode for routers: the default route, never a failed request.
+                Err(e) => tracing::warn!(
+                    request_id = %facts.request_id,
+                    policy = policy.id(),
+                    error = %e,
+                    "router policy failed; using the default model"
+                ),
+            }
+        }
+        Ok(Route {
+            model: lookup(config, &config.default_model.0, kind)?,
+            fallbacks: Vec::new(),
+            policy: DEFAULT_POLICY.into(),
+            rule: "default-model".into(),
+        })
+    }
+}
+
+/// The models a router may choose: every chat model, with what the gateway knows of its health.
+fn candidates(config: &Config) -> Vec<Candidate> {
+    config
+        .models
+        .iter()
+        .filter(|m| m.kind == ModelKind::Chat)
+        .map(|m| Candidate {
+            model: m.clone(),
+            healthy: true,
+            latency_p50_ms: None,
+        })
+        .collect()
+}
+
+fn lookup(config: &Config, id: &str, kind: ModelKind) -> Result<Arc<ModelConfig>, RoutingError> {
     let model = config
         .model(id)
-        .ok_or_else(|| RoutingError::UnknownModel(requested.to_string()))?;
+        .ok_or_else(|| RoutingError::UnknownModel(id.to_string()))?;
     if model.kind != kind {
         let article = |k: ModelKind| match k {
             ModelKind::Chat => "a chat",
             ModelKind::Embedding => "an embedding",
         };
         return Err(RoutingError::WrongKind {
-            model: requested.to_string(),
+            model: id.to_string(),
             actual: article(model.kind),
             expected: article(kind),
         });
     }
-    Ok(Route {
-        model: model.clone(),
-        policy: DEFAULT_POLICY,
-    })
+    Ok(model.clone())
 }

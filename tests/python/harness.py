@@ -24,11 +24,18 @@ START_DEADLINE_S = 30.0
 
 # The demo fleet as `sovereign simulate` serves it (host/src/simulator/fleet.rs).
 FLEET = [
-    dict(id="jais-30b-chat", family="jais", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True),
-    dict(id="allam-7b-instruct", family="allam", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True),
-    dict(id="qwen2.5-coder-32b", family="qwen", kind="chat", languages=["en"], region="eu-frankfurt-1", local=False),
-    dict(id="magistral-small", family="mistral", kind="chat", languages=["fr", "en"], region="eu-paris-1", local=False),
-    dict(id="multilingual-e5-small", family="e5", kind="embedding", languages=["ar", "en", "fr"], region="sa-riyadh-1", local=True),
+    dict(id="jais-30b-chat", family="jais", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True,
+         input_cost_per_mtok=0.6, output_cost_per_mtok=1.8),
+    dict(id="allam-7b-instruct", family="allam", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True,
+         input_cost_per_mtok=0.2, output_cost_per_mtok=0.6),
+    dict(id="qwen2.5-coder-32b", family="qwen", kind="chat", languages=["en"], region="eu-frankfurt-1", local=False,
+         input_cost_per_mtok=0.9, output_cost_per_mtok=0.9),
+    dict(id="llama-3.2-3b-instruct", family="llama", kind="chat", languages=["en"], region="sa-riyadh-1", local=True,
+         input_cost_per_mtok=0.05, output_cost_per_mtok=0.1),
+    dict(id="magistral-small", family="mistral", kind="chat", languages=["fr", "en"], region="eu-paris-1", local=False,
+         input_cost_per_mtok=0.5, output_cost_per_mtok=1.5),
+    dict(id="multilingual-e5-small", family="e5", kind="embedding", languages=["ar", "en", "fr"], region="sa-riyadh-1", local=True,
+         input_cost_per_mtok=0.02, output_cost_per_mtok=0.0),
 ]
 
 
@@ -129,6 +136,7 @@ def gateway_config(
     server: dict | None = None,
     sovereign_id: str = "test-gw-1",
     region: str = "sa-riyadh-1",
+    routing: dict | None = None,
 ) -> str:
     """Renders a gateway config. `models` are dicts of model fields (base_url included);
     `keys` maps a key name to (role, hash)."""
@@ -137,6 +145,8 @@ def gateway_config(
              'listen = "127.0.0.1:0"']
     for k, v in (server or {}).items():
         lines.append(f"{k} = {toml_value(v)}")
+    if routing:
+        lines += ["", "[routing]"] + [f"{k} = {toml_value(v)}" for k, v in routing.items()]
     for m in models:
         lines += ["", "[[models]]"] + [f"{k} = {toml_value(v)}" for k, v in m.items()]
     lines += ["", "[[teams]]", 'id = "t1"']

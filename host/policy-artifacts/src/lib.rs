@@ -1,7 +1,12 @@
-//! Paths of the policy components built from `policies/` by this crate's build script, for the
-//! host's tests and benchmarks. Not part of the gateway.
+//! The policy components built from `policies/` by this crate's build script: the built-in rules
+//! router, embedded in the gateway binary, and the paths of every component for the host's tests
+//! and benchmarks.
 
-/// The built-in rules router (`policies/rules-router`).
+/// The built-in rules router (`policies/rules-router`), embedded: `sovereign` routes with it
+/// unless the config names another router component.
+pub static RULES_ROUTER_COMPONENT: &[u8] = include_bytes!(env!("RULES_ROUTER_WASM"));
+
+/// Path of the built-in rules router (`policies/rules-router`).
 pub const RULES_ROUTER: &str = env!("RULES_ROUTER_WASM");
 /// A router that loops, grows memory, panics, snoops or lies when a request's `mode` label says so.
 pub const HOSTILE: &str = env!("HOSTILE_WASM");

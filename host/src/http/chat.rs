@@ -1,9 +1,10 @@
 //! `POST /v1/chat/completions` — the gateway's main request path, read top to bottom:
 //!
 //! 1. read and validate the body (`body`, `validate`);
-//! 2. route: choose the serving model (`routing`);
-//! 3. call the upstream (`upstream`), asking for usage in streams;
-//! 4. answer: relay the stream event by event, or rewrite the JSON answer, so the client sees the
+//! 2. facts: language, prompt tokens, routing hints (`facts`);
+//! 3. route: an explicit model, or the router policy's choice (`routing`);
+//! 4. call the upstream (`upstream`), asking for usage in streams;
+//! 5. answer: relay the stream event by event, or rewrite the JSON answer, so the client sees the
 //!    gateway's request id and the id of the model that served.
 //!
 //! Authentication ran before this (middleware). Later phases (guardrails, limits, budgets, the
@@ -24,8 +25,10 @@ use super::validate::ChatRequest;
 use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body};
 use crate::auth::Principal;
 use crate::config::ModelKind;
+use crate::facts;
 use crate::metrics::Metrics;
-use crate::routing::{self, Route};
+use crate::policy::RouteFacts;
+use crate::routing::Route;
 use crate::upstream::{Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
 
 pub async fn chat_completions(
@@ -35,14 +38,32 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    // 1. Facts: the request as the client sent it.
+    // 1. The request as the client sent it, checked against the convention.
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
-    let request = ChatRequest::parse(raw)?;
+    let mut request = ChatRequest::parse(raw)?;
 
-    // 2. Routing.
-    let route = routing::route(&app.0.config, &request.model, ModelKind::Chat)?;
+    // 2. Facts: language, prompt tokens, routing hints (never the prompt itself).
+    let classification = headers
+        .get(facts::CLASSIFICATION_HEADER)
+        .map(|v| v.as_bytes());
+    let facts = app.0.facts.extract(&request.body, classification)?;
+    facts::strip_gateway_fields(&mut request.body);
+    let route_facts = facts.route_facts(RouteFacts {
+        request_id: ctx.id.to_string(),
+        team_id: principal.team_id.clone(),
+        key_id: principal.key_id.clone(),
+        actor_id: actor_id(&request, &principal),
+        ..RouteFacts::default()
+    });
 
-    // 3 and 4, with the route's headers on whatever comes back.
+    // 3. Routing: an explicit model, or the router policy's choice.
+    let route = app
+        .0
+        .router
+        .route(&app.0.config, &route_facts, ModelKind::Chat)
+        .await?;
+
+    // 4 and 5, with the route's headers on whatever comes back.
     let mut response = match forward(&app, &ctx, request, &route).await {
         Ok(r) => r,
         Err(e) => {
@@ -53,6 +74,14 @@ pub async fn chat_completions(
     set_route_headers(response.headers_mut(), &route);
     tracing::debug!(request_id = %ctx.id, key = %principal.key_id, model = %route.model.id, "chat completion");
     Ok(response)
+}
+
+/// Who the request is for: the body's `user`, else the key.
+fn actor_id(request: &ChatRequest, principal: &Principal) -> String {
+    match request.body.get("user").and_then(Value::as_str) {
+        Some(user) if !user.is_empty() => user.chars().take(256).collect(),
+        _ => principal.key_id.clone(),
+    }
 }
 
 async fn forward(
@@ -145,7 +174,9 @@ pub(super) fn encode_body(body: &serde_json::Map<String, Value>) -> Result<Bytes
 }
 
 pub(super) fn set_route_headers(h: &mut HeaderMap, route: &Route) {
-    h.insert(X_ROUTE_POLICY, HeaderValue::from_static(route.policy));
+    if let Ok(policy) = HeaderValue::from_str(&route.policy) {
+        h.insert(X_ROUTE_POLICY, policy);
+    }
     if let Ok(region) = HeaderValue::from_str(&route.model.region) {
         h.insert(X_DATA_RESIDENCY, region);
     }

@@ -17,7 +17,7 @@ use super::{AppState, body};
 use crate::auth::Principal;
 use crate::config::ModelKind;
 use crate::metrics::Metrics;
-use crate::routing;
+use crate::policy::RouteFacts;
 use crate::upstream::Endpoint;
 
 pub async fn embeddings(
@@ -28,7 +28,17 @@ pub async fn embeddings(
 ) -> Result<Response, ApiError> {
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = EmbeddingsRequest::parse(raw)?;
-    let route = routing::route(&app.0.config, &request.model, ModelKind::Embedding)?;
+    let facts = RouteFacts {
+        requested_model: request.model.clone(),
+        team_id: principal.team_id.clone(),
+        key_id: principal.key_id.clone(),
+        ..RouteFacts::default()
+    };
+    let route = app
+        .0
+        .router
+        .route(&app.0.config, &facts, ModelKind::Embedding)
+        .await?;
     let model = &route.model;
     request
         .body

@@ -2,12 +2,15 @@
 //! convention's error body `{"error": {"message", "type", "param", "code"}}` (all four keys, `param`
 //! and `code` may be null) so that the OpenAI SDKs raise their matching exception classes.
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::json;
 
 use crate::auth::AuthError;
+use crate::facts::FactsError;
 use crate::routing::RoutingError;
 use crate::upstream::UpstreamError;
 
@@ -15,7 +18,7 @@ use crate::upstream::UpstreamError;
 pub struct ApiError {
     pub status: StatusCode,
     pub kind: &'static str,
-    pub code: Option<&'static str>,
+    pub code: Option<Cow<'static, str>>,
     pub param: Option<String>,
     pub message: String,
 }
@@ -31,8 +34,8 @@ impl ApiError {
         }
     }
 
-    pub fn with_code(mut self, code: &'static str) -> Self {
-        self.code = Some(code);
+    pub fn with_code(mut self, code: impl Into<Cow<'static, str>>) -> Self {
+        self.code = Some(code.into());
         self
     }
 
@@ -145,7 +148,24 @@ impl From<RoutingError> for ApiError {
     fn from(e: RoutingError) -> Self {
         match e {
             RoutingError::UnknownModel(m) => ApiError::model_not_found(&m),
+            RoutingError::Rejected {
+                status,
+                code,
+                message,
+            } => {
+                let status = StatusCode::from_u16(status)
+                    .ok()
+                    .filter(StatusCode::is_client_error)
+                    .unwrap_or(StatusCode::BAD_REQUEST);
+                ApiError::new(status, "routing_rejected", message).with_code(code)
+            }
             e => ApiError::invalid("model", e.to_string()),
         }
+    }
+}
+
+impl From<FactsError> for ApiError {
+    fn from(e: FactsError) -> Self {
+        ApiError::invalid(e.param(), e.to_string())
     }
 }

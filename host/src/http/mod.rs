@@ -23,7 +23,9 @@ use tokio::time::Instant;
 
 use crate::auth::Keys;
 use crate::config::Config;
+use crate::facts::FactsEngine;
 use crate::metrics::Metrics;
+use crate::routing;
 use crate::upstream::Upstreams;
 use error::ApiError;
 
@@ -39,6 +41,8 @@ pub struct AppState(pub Arc<Inner>);
 pub struct Inner {
     pub config: Config,
     pub keys: Keys,
+    pub facts: FactsEngine,
+    pub router: routing::Router,
     pub upstreams: Upstreams,
     pub metrics: Arc<Metrics>,
     pub sovereign_id: HeaderValue,
@@ -47,8 +51,16 @@ pub struct Inner {
 }
 
 impl AppState {
-    pub fn new(config: Config) -> anyhow::Result<AppState> {
+    /// Builds everything the handlers share; loads the router policy (compiled, checked and
+    /// smoke-called) and the facts engine (tokenizer, language models) before serving.
+    pub async fn new(config: Config) -> anyhow::Result<AppState> {
         let keys = Keys::from_config(&config.keys);
+        let router = routing::Router::from_config(&config).await?;
+        let facts = tokio::task::spawn_blocking({
+            let config = config.clone();
+            move || FactsEngine::new(&config)
+        })
+        .await??;
         let upstreams = Upstreams::new(&config.models)?;
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let started_unix = SystemTime::now()
@@ -58,6 +70,8 @@ impl AppState {
         Ok(AppState(Arc::new(Inner {
             config,
             keys,
+            facts,
+            router,
             upstreams,
             metrics: Arc::new(Metrics::default()),
             sovereign_id,

@@ -20,7 +20,6 @@ const ROLES: &[&str] = &[
 #[derive(Debug)]
 pub struct ChatRequest {
     pub body: Map<String, Value>,
-    pub model: String,
     pub stream: bool,
     /// The client set `stream_options.include_usage`.
     pub wants_usage: bool,
@@ -28,7 +27,7 @@ pub struct ChatRequest {
 
 impl ChatRequest {
     pub fn parse(body: Map<String, Value>) -> Result<ChatRequest, ApiError> {
-        let model = required_model(&body)?;
+        required_model(&body)?;
         let messages = match body.get("messages") {
             None | Some(Value::Null) => {
                 return Err(ApiError::invalid(
@@ -123,7 +122,6 @@ impl ChatRequest {
         }
         Ok(ChatRequest {
             body,
-            model,
             stream,
             wants_usage,
         })

@@ -88,11 +88,11 @@ pub enum PolicyError {
         code: String,
         message: String,
     },
-    #[error("policy `{policy}` failed its smoke call: {source}")]
+    /// The cause is part of the message (not a `source`), so error chains print it once.
+    #[error("policy `{policy}` failed its smoke call: {cause}")]
     SmokeCall {
         policy: String,
-        #[source]
-        source: Box<PolicyError>,
+        cause: Box<PolicyError>,
     },
     #[error("policy loading was cancelled: {0}")]
     Cancelled(String),

@@ -153,7 +153,7 @@ impl RouterPolicy {
             Err(PolicyError::Rejected { status, .. }) if (400..500).contains(&status) => Ok(()),
             Err(e) => Err(PolicyError::SmokeCall {
                 policy: self.id.to_string(),
-                source: Box::new(e),
+                cause: Box::new(e),
             }),
         }
     }

@@ -1,6 +1,7 @@
 //! The demo fleet: the models `sovereign simulate` serves and `sovereign demo` configures. Two
-//! Arabic-native chat families, one English/code family, one French/reasoning family and a
-//! multilingual embedding model, each with a region, languages and prices.
+//! Arabic-native chat families, an English/code family (a large and a small model), a
+//! French/reasoning family and a multilingual embedding model, each with a region, languages and
+//! prices.
 
 use crate::config::ModelKind;
 
@@ -57,6 +58,18 @@ pub fn demo_fleet() -> Vec<SimModel> {
             input_cost_per_mtok: 0.90,
             output_cost_per_mtok: 0.90,
             context_window: 32768,
+            speaks: "en",
+        },
+        SimModel {
+            id: "llama-3.2-3b-instruct",
+            family: "llama",
+            kind: ModelKind::Chat,
+            languages: &["en"],
+            region: "sa-riyadh-1",
+            local: true,
+            input_cost_per_mtok: 0.05,
+            output_cost_per_mtok: 0.10,
+            context_window: 8192,
             speaks: "en",
         },
         SimModel {

@@ -14,9 +14,11 @@ fn hello(model: &str) -> Value {
 #[tokio::test]
 async fn chat_is_routed_readdressed_and_labelled() {
     let stack = Stack::start(|c| c).await;
+    let arabic = json!({"model": "auto-router",
+                        "messages": [{"role": "user", "content": "ما هي عاصمة فرنسا؟"}]});
     let r = stack
         .post("/v1/chat/completions")
-        .json(&hello("auto-router"))
+        .json(&arabic)
         .send()
         .await
         .unwrap();
@@ -25,12 +27,12 @@ async fn chat_is_routed_readdressed_and_labelled() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(
         body["model"], "jais-30b-chat",
-        "auto-router → the default model"
+        "the demo's rules send Arabic to the Arabic-native model"
     );
     assert_eq!(h["x-audit-trace-id"].to_str().unwrap(), body["id"]);
     assert_eq!(h["x-sovereign-id"], "demo-riyadh-1");
     assert_eq!(h["x-data-residency"], "sa-riyadh-1");
-    assert_eq!(h["x-route-policy"], "default");
+    assert_eq!(h["x-route-policy"], "sovereign-default");
     let text = body["choices"][0]["message"]["content"].as_str().unwrap();
     assert!(
         text.starts_with("مرحباً"),

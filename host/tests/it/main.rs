@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use sovereign::config::Config;
-use sovereign::demo::{DemoKeys, demo_config};
+use sovereign::demo::{DemoKeys, demo_config, write_files};
 use sovereign::simulator::Behaviour;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -46,10 +46,21 @@ impl Stack {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let keys = DemoKeys::generate();
-        let text = tweak(demo_config(addr, &fleet_url, &keys));
-        let config = Config::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        let dir = scratch_dir();
+        // Compiled policies are cached across tests (a debug build compiles the router slowly).
+        let cache = concat!(env!("CARGO_TARGET_TMPDIR"), "/policy-cache");
+        let text = demo_config(addr, &fleet_url, &keys, &dir).replace(
+            &format!("{:?}", dir.join("policy-cache").display().to_string()),
+            &format!("{cache:?}"),
+        );
+        let text = tweak(text);
+        let path = write_files(&dir, &text).unwrap();
+        let config = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let gateway = sovereign::Gateway::new(config)
+            .await
+            .unwrap_or_else(|e| panic!("{e:#}"));
         let (stop_gw, gw_stopped) = oneshot::channel::<()>();
-        let gateway_task = tokio::spawn(sovereign::run(listener, config, async {
+        let gateway_task = tokio::spawn(gateway.serve(listener, async {
             let _ = gw_stopped.await;
         }));
         Stack {
@@ -91,6 +102,16 @@ impl Stack {
             let _ = self.stop.remove(0).send(());
         }
     }
+}
+
+/// A fresh directory for one test's files.
+pub fn scratch_dir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("sovereign-it-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 impl Drop for Stack {
