@@ -20,9 +20,9 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+use self::sovereign::policy::host::Level;
+pub(crate) use self::sovereign::policy::types::{ModelInfo, RequestFacts};
 pub(crate) use exports::sovereign::policy::router::RouteDecision;
-use sovereign::policy::host::Level;
-pub(crate) use sovereign::policy::types::{ModelInfo, RequestFacts};
 
 /// Longest log message kept from a policy, in bytes; the rest is cut.
 const MAX_LOG_BYTES: usize = 1024;
