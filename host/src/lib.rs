@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod http;
+pub mod journal;
 pub mod metrics;
 pub mod policy;
 pub mod routing;
