@@ -160,6 +160,10 @@ async fn concurrent_appenders_share_fsyncs_without_losing_or_duplicating_seq() {
     let mut cfg = f.config();
     cfg.max_segment_entries = 1000;
     cfg.checkpoint_every = 500;
+    // A queue smaller than the number of appenders, and small batches: back-pressure and
+    // batch boundaries are exercised too.
+    cfg.queue_capacity = 8;
+    cfg.max_batch = 5;
     let (journal, _) = Journal::open_async(cfg).await.unwrap();
     let (tasks, per_task) = (16u64, 150u64);
     let mut handles = Vec::new();
@@ -581,4 +585,45 @@ async fn python_verifier_agrees_with_the_rust_verifier() {
         let expect_ok = matches!(kind, "intact" | "torn");
         assert_eq!(rust.status.success(), expect_ok, "{context}");
     }
+}
+
+#[tokio::test]
+async fn cli_verify_pins_the_operators_key_and_fails_on_an_empty_dir() {
+    let f = Fixture::new();
+    f.write(12).await;
+    let verify = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sovereign"))
+            .args(["journal", "verify"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let public = public_key_path(&f.key);
+    let ok = verify(&[
+        f.dir.as_os_str(),
+        "--public-key".as_ref(),
+        public.as_os_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("OK eu-1: 12 entries in 2 segments"),
+        "{stdout}"
+    );
+
+    let other = f.dir.parent().unwrap().join("other.key");
+    sovereign::journal::load_or_create_signing_key(&other).unwrap();
+    let wrong = verify(&[
+        f.dir.as_os_str(),
+        "--public-key".as_ref(),
+        public_key_path(&other).as_os_str(),
+    ]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&wrong.stdout)
+            .starts_with("FAIL checkpoints: checkpoints-eu-1.jsonl:1")
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    assert_eq!(verify(&[empty.path().as_os_str()]).status.code(), Some(1));
 }
