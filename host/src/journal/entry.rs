@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::JournalError;
+use super::canonical::{encode_split, key_str};
 
 /// `prev_hash` of the first entry of a chain (seq 1): `sha256:` followed by 64 zeros.
 pub const GENESIS_HASH: &str =
@@ -23,6 +23,17 @@ pub enum Status {
     Rejected,
     /// Failed (upstream or internal error).
     Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Blocked => "blocked",
+            Status::Rejected => "rejected",
+            Status::Error => "error",
+        }
+    }
 }
 
 /// What the request path hands the journal; the writer adds `seq`, `prev_hash`, `journal_hash`.
@@ -105,42 +116,82 @@ impl Entry {
     /// `journal_hash = "sha256:" + hex(SHA-256(utf8(prev_hash) || JCS(entry without journal_hash)))`
     /// where JCS is RFC 8785 (keys sorted, no whitespace, minimal string escapes, integers as
     /// decimal). docs/JOURNAL.md gives the definition and a Python equivalent.
-    pub fn hash(&self) -> Result<String, JournalError> {
-        let canonical = serde_json_canonicalizer::to_vec(self).map_err(JournalError::Encode)?;
-        let mut h = Sha256::new();
-        h.update(self.prev_hash.as_bytes());
-        h.update(&canonical);
-        Ok(format!("sha256:{}", hex::encode(h.finalize())))
+    pub fn hash(&self) -> String {
+        let (mut head, mut tail) = (Vec::with_capacity(512), Vec::with_capacity(512));
+        encode_split(self, &mut head, &mut tail);
+        digest(&self.prev_hash, &head, &tail)
     }
 
-    /// Hashes the entry and appends its line (canonical JSON of the record, then `\n`) to `out`.
-    pub fn seal_into(self, out: &mut Vec<u8>) -> Result<String, JournalError> {
-        let journal_hash = self.hash()?;
-        let record = Record {
-            entry: self,
-            journal_hash,
-        };
-        serde_json_canonicalizer::to_writer(&record, out).map_err(JournalError::Encode)?;
+    /// Hashes the entry and appends its line (canonical JSON of the record, then `\n`) to `out`;
+    /// returns the `journal_hash`.
+    pub fn seal_into(&self, out: &mut Vec<u8>) -> String {
+        let start = out.len();
+        let mut tail = Vec::with_capacity(512);
+        encode_split(self, out, &mut tail);
+        let hash = digest(&self.prev_hash, &out[start..], &tail);
+        key_str(out, "journal_hash", &hash);
+        out.extend_from_slice(&tail);
         out.push(b'\n');
-        Ok(record.journal_hash)
+        hash
     }
+}
+
+fn digest(prev_hash: &str, head: &[u8], tail: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(prev_hash.as_bytes());
+    h.update(head);
+    h.update(tail);
+    format!("sha256:{}", hex::encode(h.finalize()))
+}
+
+/// A line as parsed: the entry's fields and `journal_hash`, nothing else.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecord {
+    seq: u64,
+    prev_hash: String,
+    timestamp: String,
+    request_id: String,
+    actor_id: String,
+    team_id: String,
+    key_id: String,
+    action: String,
+    model: Option<String>,
+    prompt_hash: Option<String>,
+    routing_policy: Option<String>,
+    residency_boundary: Option<String>,
+    status: Status,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    latency_us: u64,
+    journal_hash: String,
 }
 
 impl Record {
     /// Parses one line: a JSON object with exactly the entry's fields plus `journal_hash`.
     pub fn parse(line: &[u8]) -> Result<Record, String> {
-        let mut map: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(line).map_err(|e| format!("not a JSON object: {e}"))?;
-        let journal_hash = match map.remove("journal_hash") {
-            Some(serde_json::Value::String(s)) => s,
-            Some(_) => return Err("journal_hash is not a string".into()),
-            None => return Err("journal_hash missing".into()),
+        let r: RawRecord = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+        let entry = Entry {
+            seq: r.seq,
+            prev_hash: r.prev_hash,
+            timestamp: r.timestamp,
+            request_id: r.request_id,
+            actor_id: r.actor_id,
+            team_id: r.team_id,
+            key_id: r.key_id,
+            action: r.action,
+            model: r.model,
+            prompt_hash: r.prompt_hash,
+            routing_policy: r.routing_policy,
+            residency_boundary: r.residency_boundary,
+            status: r.status,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
+            latency_us: r.latency_us,
         };
-        let entry = serde_json::from_value(serde_json::Value::Object(map))
-            .map_err(|e| format!("not a journal entry: {e}"))?;
         Ok(Record {
             entry,
-            journal_hash,
+            journal_hash: r.journal_hash,
         })
     }
 }
@@ -232,11 +283,14 @@ mod tests {
     #[test]
     fn sealed_line_parses_back_and_rehashes() {
         let mut out = Vec::new();
-        let hash = sample().seal_into(&mut out).unwrap();
+        let hash = sample().seal_into(&mut out);
         assert_eq!(out.last(), Some(&b'\n'));
         let record = Record::parse(&out[..out.len() - 1]).unwrap();
         assert_eq!(record.journal_hash, hash);
-        assert_eq!(record.entry.hash().unwrap(), hash);
+        assert_eq!(record.entry.hash(), hash);
+        // The line is the canonical encoding of the whole record.
+        let reference = serde_json_canonicalizer::to_vec(&record).unwrap();
+        assert_eq!(&out[..out.len() - 1], reference.as_slice());
         assert_eq!(record.entry, sample());
         assert!(Record::parse(br#"{"seq":1}"#).is_err());
     }

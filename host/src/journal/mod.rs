@@ -4,6 +4,7 @@
 //!
 //! Not yet wired into the request path: [`Journal`] stands alone.
 
+mod canonical;
 mod checkpoint;
 mod entry;
 mod recover;

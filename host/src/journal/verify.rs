@@ -248,7 +248,7 @@ fn verify_chain(
                     "prev_hash does not link to the previous entry (spliced in or chain broken)"
                         .into(),
                 )
-            } else if entry.hash()? != record.journal_hash {
+            } else if entry.hash() != record.journal_hash {
                 Some("journal_hash does not match the entry (entry edited)".into())
             } else {
                 None

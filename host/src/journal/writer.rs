@@ -314,7 +314,7 @@ impl Writer {
     ) -> Result<(), JournalError> {
         let seq = self.state.head_seq + 1;
         let prev = std::mem::take(&mut self.state.head_hash);
-        let hash = Entry::from_draft(draft, seq, prev).seal_into(&mut self.buf)?;
+        let hash = Entry::from_draft(draft, seq, prev).seal_into(&mut self.buf);
         self.state.head_seq = seq;
         self.state.head_hash.clone_from(&hash);
         self.state.segment_entries += 1;

@@ -391,7 +391,7 @@ async fn verify_catches_a_spliced_in_entry() {
     let fifth = Record::parse(lines[4].as_bytes()).unwrap();
     let forged = Entry::from_draft(draft(777), 6, fifth.journal_hash);
     let mut line = Vec::new();
-    forged.seal_into(&mut line).unwrap();
+    forged.seal_into(&mut line);
     lines.insert(5, String::from_utf8(line).unwrap().trim_end().to_string());
     write_lines(&f.segment(1), &lines);
     let (file, line, seq, reason) = problem(&f.verify());
@@ -439,7 +439,7 @@ fn rewrite_chain(f: &Fixture, edit: impl Fn(&mut Entry)) {
                 entry.prev_hash = p;
             }
             edit(&mut entry);
-            prev = Some(entry.clone().seal_into(&mut out).unwrap());
+            prev = Some(entry.seal_into(&mut out));
         }
         fs::write(&path, out).unwrap();
     }
@@ -497,9 +497,7 @@ fn tamper(kind: &str, f: &Fixture) -> Option<PathBuf> {
         "spliced" => {
             let prev = Record::parse(lines[1].as_bytes()).unwrap().journal_hash;
             let mut out = Vec::new();
-            Entry::from_draft(draft(5), 3, prev)
-                .seal_into(&mut out)
-                .unwrap();
+            Entry::from_draft(draft(5), 3, prev).seal_into(&mut out);
             lines.insert(2, String::from_utf8(out).unwrap().trim_end().into());
         }
         "torn" => {
