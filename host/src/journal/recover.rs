@@ -33,6 +33,7 @@ pub(super) struct ChainState {
     pub key: SigningKey,
     pub public_key: String,
     pub segment: File,
+    pub segment_path: PathBuf,
     pub segment_bytes: u64,
     pub segment_entries: u64,
     pub head_seq: u64,
@@ -102,13 +103,16 @@ pub(super) fn recover(cfg: &JournalConfig) -> Result<(ChainState, OpenReport), J
     let reusable = segments
         .last()
         .filter(|s| continue_last && (segment_entries > 0 || s.first_seq == head_seq + 1));
-    let (segment, segment_bytes, segment_entries) = match reusable {
+    let (segment, segment_path, segment_bytes, segment_entries) = match reusable {
         Some(s) => {
             let f = open_append(&s.path)?;
             let len = f.metadata().map_err(JournalError::io(&s.path))?.len();
-            (f, len, segment_entries)
+            (f, s.path.clone(), len, segment_entries)
         }
-        None => (create_segment(dir, id, head_seq + 1)?, 0, 0),
+        None => {
+            let (f, path) = create_segment(dir, id, head_seq + 1)?;
+            (f, path, 0, 0)
+        }
     };
     let checkpoints = open_append(&checkpoints_path)?;
     sync_dir(dir)?;
@@ -122,6 +126,7 @@ pub(super) fn recover(cfg: &JournalConfig) -> Result<(ChainState, OpenReport), J
         public_key: format_public_key(&public),
         key,
         segment,
+        segment_path,
         segment_bytes,
         segment_entries,
         head_seq,
@@ -141,7 +146,11 @@ fn open_append(path: &Path) -> Result<File, JournalError> {
 }
 
 /// Creates the (empty) segment whose first entry will be `first_seq`, durably.
-pub(super) fn create_segment(dir: &Path, id: &str, first_seq: u64) -> Result<File, JournalError> {
+pub(super) fn create_segment(
+    dir: &Path,
+    id: &str,
+    first_seq: u64,
+) -> Result<(File, PathBuf), JournalError> {
     let path = dir.join(segment_file_name(id, first_seq));
     let f = OpenOptions::new()
         .create_new(true)
@@ -150,7 +159,7 @@ pub(super) fn create_segment(dir: &Path, id: &str, first_seq: u64) -> Result<Fil
         .map_err(JournalError::io(&path))?;
     f.sync_all().map_err(JournalError::io(&path))?;
     sync_dir(dir)?;
-    Ok(f)
+    Ok((f, path))
 }
 
 /// The seq and hash of the last line, in the last segment that has one, that parses as a record.

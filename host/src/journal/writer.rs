@@ -331,7 +331,7 @@ impl Writer {
         self.state
             .segment
             .write_all(&self.buf)
-            .map_err(JournalError::io(self.segment_dir()))?;
+            .map_err(JournalError::io(&self.state.segment_path))?;
         self.state.segment_bytes += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
@@ -343,7 +343,7 @@ impl Writer {
             self.state
                 .segment
                 .sync_data()
-                .map_err(JournalError::io(self.segment_dir()))?;
+                .map_err(JournalError::io(&self.state.segment_path))?;
             self.fsyncs.fetch_add(1, Ordering::Relaxed);
             self.unsynced = 0;
             self.oldest_unsynced = None;
@@ -359,8 +359,9 @@ impl Writer {
         if self.state.segment_bytes >= self.cfg.max_segment_bytes
             || self.state.segment_entries >= self.cfg.max_segment_entries
         {
-            self.state.segment =
-                create_segment(&self.cfg.dir, &self.cfg.sovereign_id, durable + 1)?;
+            let (file, path) = create_segment(&self.cfg.dir, &self.cfg.sovereign_id, durable + 1)?;
+            self.state.segment = file;
+            self.state.segment_path = path;
             self.state.segment_bytes = 0;
             self.state.segment_entries = 0;
         }
@@ -405,9 +406,5 @@ impl Writer {
             let _ = reply.send(Ok(self.state.head_seq));
         }
         Ok(())
-    }
-
-    fn segment_dir(&self) -> std::path::PathBuf {
-        self.cfg.dir.clone()
     }
 }
