@@ -7,6 +7,7 @@ pub mod config;
 pub mod demo;
 pub mod facts;
 pub mod http;
+pub mod journal;
 pub mod metrics;
 pub mod policy;
 pub mod routing;

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 
 use sovereign::config::Config;
 use sovereign::simulator::{Behaviour, FailMode};
-use sovereign::{Gateway, auth, demo, run_simulator, shutdown_signal};
+use sovereign::{Gateway, auth, demo, journal, run_simulator, shutdown_signal};
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +54,27 @@ enum Command {
     CheckConfig { file: PathBuf },
     /// Generate a new API key: prints the secret and the `hash` line for the config file.
     Keygen,
+    /// The activity journal.
+    Journal {
+        #[command(subcommand)]
+        command: JournalCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum JournalCommand {
+    /// Verify every chain in DIR (hash chain, seq, links, signed checkpoints). Exit code 0 when
+    /// everything verifies, 1 otherwise; the report names the first bad entry.
+    Verify {
+        dir: PathBuf,
+        /// Check against these signed checkpoints (e.g. an exported checkpoints file) instead of
+        /// the ones in DIR.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// The operator's public key (`<signing key>.pub`): checkpoints must be signed with it.
+        #[arg(long)]
+        public_key: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -89,6 +110,21 @@ fn main() -> ExitCode {
             println!("hash = \"{}\"", auth::hash_for_config(&secret));
             ExitCode::SUCCESS
         }
+        Command::Journal {
+            command:
+                JournalCommand::Verify {
+                    dir,
+                    checkpoint,
+                    public_key,
+                },
+        } => match verify_journal(&dir, checkpoint.as_deref(), public_key.as_deref()) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
         command => match runtime().and_then(|rt| rt.block_on(serve_command(command))) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -97,6 +133,18 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// `sovereign journal verify`: prints the report; true when everything verified.
+fn verify_journal(
+    dir: &std::path::Path,
+    checkpoint: Option<&std::path::Path>,
+    public_key: Option<&std::path::Path>,
+) -> anyhow::Result<bool> {
+    let key = public_key.map(journal::read_public_key).transpose()?;
+    let report = journal::verify_dir(dir, checkpoint, key.as_ref())?;
+    print!("{report}");
+    Ok(report.is_ok())
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -158,7 +206,7 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
             };
             run_simulator(listener, behaviour, shutdown).await
         }
-        Command::CheckConfig { .. } | Command::Keygen => Ok(()),
+        Command::CheckConfig { .. } | Command::Keygen | Command::Journal { .. } => Ok(()),
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod cli;
 mod gateway;
+mod journal;
 mod policy;
 
 use std::net::SocketAddr;

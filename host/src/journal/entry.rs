@@ -1,0 +1,297 @@
+//! One journal entry: its fields, its canonical encoding (RFC 8785) and its `journal_hash`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::canonical::{encode_split, key_str};
+
+/// `prev_hash` of the first entry of a chain (seq 1): `sha256:` followed by 64 zeros.
+pub const GENESIS_HASH: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// How a journaled request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Served.
+    Success,
+    /// Refused by a guardrail.
+    Blocked,
+    /// Refused by the gateway (validation, limits, residency, budget, routing).
+    Rejected,
+    /// Failed (upstream or internal error).
+    Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Blocked => "blocked",
+            Status::Rejected => "rejected",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// What the request path hands the journal; the writer adds `seq`, `prev_hash`, `journal_hash`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryDraft {
+    pub timestamp: SystemTime,
+    pub request_id: String,
+    pub actor_id: String,
+    pub team_id: String,
+    pub key_id: String,
+    /// e.g. `chat.completions`, `embeddings`.
+    pub action: String,
+    /// The model that served (or would have served) the request; `None` before one is known.
+    pub model: Option<String>,
+    /// `sha256:<hex>` of the prompt; the prompt itself is never stored.
+    pub prompt_hash: Option<String>,
+    pub routing_policy: Option<String>,
+    pub residency_boundary: Option<String>,
+    pub status: Status,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// Time from request start to the entry, in microseconds.
+    pub latency_us: u64,
+}
+
+/// An entry as hashed: every field but `journal_hash`. Field names are the on-disk keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub seq: u64,
+    pub prev_hash: String,
+    /// ISO 8601 UTC with milliseconds, e.g. `2026-11-22T21:31:47.123Z`.
+    pub timestamp: String,
+    pub request_id: String,
+    pub actor_id: String,
+    pub team_id: String,
+    pub key_id: String,
+    pub action: String,
+    pub model: Option<String>,
+    pub prompt_hash: Option<String>,
+    pub routing_policy: Option<String>,
+    pub residency_boundary: Option<String>,
+    pub status: Status,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub latency_us: u64,
+}
+
+/// An entry with its hash: what one line of a segment holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    #[serde(flatten)]
+    pub entry: Entry,
+    pub journal_hash: String,
+}
+
+impl Entry {
+    /// Fills in a draft at position `seq` after `prev_hash`.
+    pub fn from_draft(draft: EntryDraft, seq: u64, prev_hash: String) -> Entry {
+        Entry {
+            seq,
+            prev_hash,
+            timestamp: format_utc(draft.timestamp),
+            request_id: draft.request_id,
+            actor_id: draft.actor_id,
+            team_id: draft.team_id,
+            key_id: draft.key_id,
+            action: draft.action,
+            model: draft.model,
+            prompt_hash: draft.prompt_hash,
+            routing_policy: draft.routing_policy,
+            residency_boundary: draft.residency_boundary,
+            status: draft.status,
+            prompt_tokens: draft.prompt_tokens,
+            completion_tokens: draft.completion_tokens,
+            latency_us: draft.latency_us,
+        }
+    }
+
+    /// `journal_hash = "sha256:" + hex(SHA-256(utf8(prev_hash) || JCS(entry without journal_hash)))`
+    /// where JCS is RFC 8785 (keys sorted, no whitespace, minimal string escapes, integers as
+    /// decimal). docs/JOURNAL.md gives the definition and a Python equivalent.
+    pub fn hash(&self) -> String {
+        let (mut head, mut tail) = (Vec::with_capacity(512), Vec::with_capacity(512));
+        encode_split(self, &mut head, &mut tail);
+        digest(&self.prev_hash, &head, &tail)
+    }
+
+    /// Hashes the entry and appends its line (canonical JSON of the record, then `\n`) to `out`;
+    /// returns the `journal_hash`.
+    pub fn seal_into(&self, out: &mut Vec<u8>) -> String {
+        let start = out.len();
+        let mut tail = Vec::with_capacity(512);
+        encode_split(self, out, &mut tail);
+        let hash = digest(&self.prev_hash, &out[start..], &tail);
+        key_str(out, "journal_hash", &hash);
+        out.extend_from_slice(&tail);
+        out.push(b'\n');
+        hash
+    }
+}
+
+fn digest(prev_hash: &str, head: &[u8], tail: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(prev_hash.as_bytes());
+    h.update(head);
+    h.update(tail);
+    format!("sha256:{}", hex::encode(h.finalize()))
+}
+
+/// A line as parsed: the entry's fields and `journal_hash`, nothing else.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecord {
+    seq: u64,
+    prev_hash: String,
+    timestamp: String,
+    request_id: String,
+    actor_id: String,
+    team_id: String,
+    key_id: String,
+    action: String,
+    model: Option<String>,
+    prompt_hash: Option<String>,
+    routing_policy: Option<String>,
+    residency_boundary: Option<String>,
+    status: Status,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    latency_us: u64,
+    journal_hash: String,
+}
+
+impl Record {
+    /// Parses one line: a JSON object with exactly the entry's fields plus `journal_hash`.
+    pub fn parse(line: &[u8]) -> Result<Record, String> {
+        let r: RawRecord = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+        let entry = Entry {
+            seq: r.seq,
+            prev_hash: r.prev_hash,
+            timestamp: r.timestamp,
+            request_id: r.request_id,
+            actor_id: r.actor_id,
+            team_id: r.team_id,
+            key_id: r.key_id,
+            action: r.action,
+            model: r.model,
+            prompt_hash: r.prompt_hash,
+            routing_policy: r.routing_policy,
+            residency_boundary: r.residency_boundary,
+            status: r.status,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
+            latency_us: r.latency_us,
+        };
+        Ok(Record {
+            entry,
+            journal_hash: r.journal_hash,
+        })
+    }
+}
+
+/// `sha256:<hex>` of some bytes (e.g. a prompt, for `prompt_hash`).
+pub fn sha256_tagged(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Formats a time as ISO 8601 UTC with milliseconds (`YYYY-MM-DDTHH:MM:SS.mmmZ`).
+pub fn format_utc(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_utc() {
+        assert_eq!(format_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_383_107_123);
+        assert_eq!(format_utc(t), "2026-11-22T21:31:47.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(format_utc(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    fn sample() -> Entry {
+        Entry::from_draft(
+            EntryDraft {
+                timestamp: UNIX_EPOCH,
+                request_id: "req-1".into(),
+                actor_id: "alice \"ü\"\n".into(),
+                team_id: "t".into(),
+                key_id: "k".into(),
+                action: "chat.completions".into(),
+                model: None,
+                prompt_hash: Some(sha256_tagged(b"hi")),
+                routing_policy: None,
+                residency_boundary: Some("eu".into()),
+                status: Status::Success,
+                prompt_tokens: Some(3),
+                completion_tokens: None,
+                latency_us: 42,
+            },
+            1,
+            GENESIS_HASH.into(),
+        )
+    }
+
+    #[test]
+    fn canonical_encoding_is_rfc8785() {
+        let bytes = serde_json_canonicalizer::to_vec(&sample()).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        // Keys sorted by code unit, no whitespace, only `"`, `\` and controls escaped, null kept.
+        assert!(text.starts_with(r#"{"action":"chat.completions","actor_id":"alice \"ü\"\n","#));
+        assert!(text.contains(r#""completion_tokens":null,"key_id":"k","latency_us":42,"#));
+        assert!(text.ends_with(
+            r#""seq":1,"status":"success","team_id":"t","timestamp":"1970-01-01T00:00:00.000Z"}"#
+        ));
+    }
+
+    #[test]
+    fn sealed_line_parses_back_and_rehashes() {
+        let mut out = Vec::new();
+        let hash = sample().seal_into(&mut out);
+        assert_eq!(out.last(), Some(&b'\n'));
+        let record = Record::parse(&out[..out.len() - 1]).unwrap();
+        assert_eq!(record.journal_hash, hash);
+        assert_eq!(record.entry.hash(), hash);
+        // The line is the canonical encoding of the whole record.
+        let reference = serde_json_canonicalizer::to_vec(&record).unwrap();
+        assert_eq!(&out[..out.len() - 1], reference.as_slice());
+        assert_eq!(record.entry, sample());
+        assert!(Record::parse(br#"{"seq":1}"#).is_err());
+    }
+}

@@ -1,0 +1,311 @@
+//! Verification of a journal directory: every chain walked from genesis (seq, links, hashes),
+//! checked against signed checkpoints; the first bad entry named by file, line, seq and reason.
+//! scripts/verify_journal.py does the same checks in the same order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::VerifyingKey;
+
+use super::JournalError;
+use super::checkpoint::SignedCheckpoint;
+use super::entry::{GENESIS_HASH, Record};
+use super::segment::{Segment, list_dir, read_lines};
+
+/// The first thing wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// 1-based line number in `file`.
+    pub line: u64,
+    pub seq: Option<u64>,
+    pub reason: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.file.file_name().unwrap_or(self.file.as_os_str());
+        write!(f, "{}:{}", name.to_string_lossy(), self.line)?;
+        if let Some(seq) = self.seq {
+            write!(f, " (seq {seq})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// Bytes after the last `\n` of a chain's last segment: a record torn by a crash mid-write.
+/// Verifiers ignore it; the appender cuts it off at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    pub file: PathBuf,
+    pub bytes: u64,
+}
+
+/// The outcome for one chain (one sovereign id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainReport {
+    pub sovereign_id: String,
+    pub segments: usize,
+    /// Entries verified (up to the first problem).
+    pub entries: u64,
+    /// Seq and `journal_hash` of the last verified entry (0 and the genesis hash if none).
+    pub head_seq: u64,
+    pub head_hash: String,
+    /// Entries in the last segment (what the appender continues).
+    pub last_segment_entries: u64,
+    pub checkpoints_checked: usize,
+    pub torn_tail: Option<TornTail>,
+    pub problem: Option<Problem>,
+}
+
+/// The outcome for a directory: a problem with the checkpoints themselves (malformed line, bad
+/// signature), then one report per chain, in sovereign-id order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub checkpoint_problem: Option<Problem>,
+    pub chains: Vec<ChainReport>,
+}
+
+impl VerifyReport {
+    /// True when there is at least one chain and nothing failed.
+    pub fn is_ok(&self) -> bool {
+        self.checkpoint_problem.is_none()
+            && !self.chains.is_empty()
+            && self.chains.iter().all(|c| c.problem.is_none())
+    }
+}
+
+/// The report `sovereign journal verify` prints: one `OK`/`FAIL` line per chain (a `FAIL` names
+/// file, line, seq and reason), `note` lines for torn final records.
+impl fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.checkpoint_problem {
+            writeln!(f, "FAIL checkpoints: {p}")?;
+        }
+        if self.chains.is_empty() {
+            writeln!(f, "FAIL no journal segments or checkpoints found")?;
+        }
+        for c in &self.chains {
+            match &c.problem {
+                Some(p) => writeln!(f, "FAIL {}: {p}", c.sovereign_id)?,
+                None => writeln!(
+                    f,
+                    "OK {}: {} entries in {} segments, head seq {} {}, {} checkpoints matched",
+                    c.sovereign_id,
+                    c.entries,
+                    c.segments,
+                    c.head_seq,
+                    c.head_hash,
+                    c.checkpoints_checked
+                )?,
+            }
+            if let Some(t) = &c.torn_tail {
+                writeln!(
+                    f,
+                    "note {}: torn final record ignored ({} bytes at the end of {})",
+                    c.sovereign_id,
+                    t.bytes,
+                    t.file.display()
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A checkpoint and where it was read.
+struct Located {
+    file: PathBuf,
+    line: u64,
+    cp: SignedCheckpoint,
+}
+
+/// Verifies every chain in `dir`. Checkpoints come from `checkpoint_file` when given (e.g. an
+/// exported one), else from the directory's `checkpoints-<id>.jsonl` files. Signatures are
+/// checked against the key embedded in each checkpoint and, when given, that key must be
+/// `public_key`.
+pub fn verify_dir(
+    dir: &Path,
+    checkpoint_file: Option<&Path>,
+    public_key: Option<&VerifyingKey>,
+) -> Result<VerifyReport, JournalError> {
+    verify_filtered(dir, checkpoint_file, public_key, None)
+}
+
+/// [`verify_dir`] restricted to the chain `only` when given (the appender's check on open).
+pub(super) fn verify_filtered(
+    dir: &Path,
+    checkpoint_file: Option<&Path>,
+    public_key: Option<&VerifyingKey>,
+    only: Option<&str>,
+) -> Result<VerifyReport, JournalError> {
+    let mut listing = list_dir(dir)?;
+    if let Some(only) = only {
+        listing.segments.retain(|id, _| id == only);
+        listing.checkpoint_files.retain(|id, _| id == only);
+    }
+    let files: Vec<PathBuf> = match checkpoint_file {
+        Some(f) => vec![f.to_path_buf()],
+        None => listing.checkpoint_files.values().cloned().collect(),
+    };
+    let mut checkpoints: BTreeMap<String, Vec<Located>> = BTreeMap::new();
+    let mut checkpoint_problem = None;
+    'files: for file in files {
+        // An unterminated last line is a checkpoint torn mid-write: ignored, like a torn entry.
+        for (i, line) in read_lines(&file)?.lines.iter().enumerate() {
+            let located = |reason: String| Problem {
+                file: file.clone(),
+                line: i as u64 + 1,
+                seq: None,
+                reason,
+            };
+            let cp = match SignedCheckpoint::parse(line) {
+                Ok(cp) => cp,
+                Err(e) => {
+                    checkpoint_problem = Some(located(format!("malformed checkpoint: {e}")));
+                    break 'files;
+                }
+            };
+            if let Err(e) = cp.verify(public_key) {
+                checkpoint_problem = Some(located(format!("checkpoint {e}")));
+                break 'files;
+            }
+            checkpoints
+                .entry(cp.checkpoint.sovereign_id.clone())
+                .or_default()
+                .push(Located {
+                    file: file.clone(),
+                    line: i as u64 + 1,
+                    cp,
+                });
+        }
+    }
+    if let Some(only) = only {
+        checkpoints.retain(|id, _| id == only);
+    }
+    let ids: BTreeSet<&String> = listing.segments.keys().chain(checkpoints.keys()).collect();
+    let mut chains = Vec::new();
+    for id in ids {
+        let segments = listing.segments.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        let cps = checkpoints.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        chains.push(verify_chain(id, segments, cps)?);
+    }
+    Ok(VerifyReport {
+        checkpoint_problem,
+        chains,
+    })
+}
+
+fn verify_chain(
+    sovereign_id: &str,
+    segments: &[Segment],
+    checkpoints: &[Located],
+) -> Result<ChainReport, JournalError> {
+    let mut by_seq: BTreeMap<u64, Vec<&Located>> = BTreeMap::new();
+    for c in checkpoints {
+        by_seq.entry(c.cp.checkpoint.seq).or_default().push(c);
+    }
+    let mut report = ChainReport {
+        sovereign_id: sovereign_id.to_string(),
+        segments: segments.len(),
+        entries: 0,
+        head_seq: 0,
+        head_hash: GENESIS_HASH.to_string(),
+        last_segment_entries: 0,
+        checkpoints_checked: 0,
+        torn_tail: None,
+        problem: None,
+    };
+    for (i, segment) in segments.iter().enumerate() {
+        let file = &segment.path;
+        let lines = read_lines(file)?;
+        report.last_segment_entries = 0;
+        for (n, line) in lines.lines.iter().enumerate() {
+            let fail = |seq: Option<u64>, reason: String| Problem {
+                file: file.clone(),
+                line: n as u64 + 1,
+                seq,
+                reason,
+            };
+            let record = match Record::parse(line) {
+                Ok(r) => r,
+                Err(e) => {
+                    report.problem = Some(fail(None, format!("malformed entry: {e}")));
+                    return Ok(report);
+                }
+            };
+            let entry = &record.entry;
+            let seq = Some(entry.seq);
+            let expected = report.head_seq + 1;
+            let reason = if entry.seq != expected {
+                Some(format!(
+                    "expected seq {expected}, found {} (an entry was deleted, reordered or spliced in)",
+                    entry.seq
+                ))
+            } else if entry.prev_hash != report.head_hash {
+                Some(
+                    "prev_hash does not link to the previous entry (spliced in or chain broken)"
+                        .into(),
+                )
+            } else if entry.hash() != record.journal_hash {
+                Some("journal_hash does not match the entry (entry edited)".into())
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                report.problem = Some(fail(seq, reason));
+                return Ok(report);
+            }
+            report.entries += 1;
+            for c in by_seq.get(&entry.seq).into_iter().flatten() {
+                report.checkpoints_checked += 1;
+                let cp = &c.cp.checkpoint;
+                if cp.head_hash != record.journal_hash || cp.count != report.entries {
+                    report.problem = Some(fail(
+                        seq,
+                        format!(
+                            "differs from the signed checkpoint at {}:{} (chain rewritten)",
+                            c.file.display(),
+                            c.line
+                        ),
+                    ));
+                    return Ok(report);
+                }
+            }
+            report.head_seq = entry.seq;
+            report.head_hash = record.journal_hash;
+            report.last_segment_entries += 1;
+        }
+        if let Some(tail) = lines.unterminated {
+            if i + 1 == segments.len() {
+                report.torn_tail = Some(TornTail {
+                    file: file.clone(),
+                    bytes: tail.len() as u64,
+                });
+            } else {
+                report.problem = Some(Problem {
+                    file: file.clone(),
+                    line: lines.lines.len() as u64 + 1,
+                    seq: None,
+                    reason: "incomplete final line in a segment that is not the last".into(),
+                });
+                return Ok(report);
+            }
+        }
+    }
+    if let Some((&seq, cps)) = by_seq.range(report.head_seq + 1..).next()
+        && let Some(c) = cps.first()
+    {
+        report.problem = Some(Problem {
+            file: c.file.clone(),
+            line: c.line,
+            seq: Some(seq),
+            reason: format!(
+                "the journal ends at seq {}, but this signed checkpoint vouches for seq {seq} (tail truncated)",
+                report.head_seq
+            ),
+        });
+    }
+    Ok(report)
+}

@@ -1,0 +1,410 @@
+//! The appender: a cheap [`Journal`] handle over a bounded queue, and one dedicated writer thread
+//! that assigns seq, chains and hashes entries, and makes them durable with group commit (every
+//! entry that queued up while an fsync was in flight goes into the next write and fsync).
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
+
+use tokio::sync::{Semaphore, oneshot};
+
+use super::checkpoint::Checkpoint;
+use super::entry::{Entry, EntryDraft, format_utc};
+pub use super::recover::OpenReport;
+use super::recover::{ChainState, create_segment, recover};
+use super::{Durability, JournalConfig, JournalError};
+
+/// What `append` promises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ack {
+    /// Durable mode: the entry is on disk (fsynced) at `seq` with this `journal_hash`.
+    Durable { seq: u64, journal_hash: String },
+    /// Batched mode: queued; durable within the configured window (see [`Durability`]).
+    Queued,
+}
+
+type Reply<T> = oneshot::Sender<Result<T, String>>;
+
+#[expect(
+    clippy::large_enum_variant,
+    reason = "Append is the hot variant; boxing it would allocate once per entry"
+)]
+enum Msg {
+    Append {
+        draft: EntryDraft,
+        queued_at: Instant,
+        reply: Option<Reply<(u64, String)>>,
+    },
+    /// Answered with the durable seq once everything queued before it is durable.
+    Flush(Reply<u64>),
+    /// Flush, write a checkpoint, stop.
+    Close(Reply<u64>),
+}
+
+/// A handle on an open journal chain; clones share the writer. When the last clone is dropped
+/// the writer flushes, checkpoints and stops.
+#[derive(Clone)]
+pub struct Journal {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tx: mpsc::Sender<Msg>,
+    permits: Arc<Semaphore>,
+    durability: Durability,
+    durable_seq: Arc<AtomicU64>,
+    fsyncs: Arc<AtomicU64>,
+    failure: Arc<OnceLock<String>>,
+}
+
+impl Journal {
+    /// Opens (recovers and verifies) the chain and starts its writer thread. Blocking file I/O:
+    /// from async code use [`Journal::open_async`].
+    pub fn open(cfg: JournalConfig) -> Result<(Journal, OpenReport), JournalError> {
+        let (state, report) = recover(&cfg)?;
+        let (tx, rx) = mpsc::channel();
+        let permits = Arc::new(Semaphore::new(cfg.queue_capacity));
+        let durable_seq = Arc::new(AtomicU64::new(state.head_seq));
+        let failure = Arc::new(OnceLock::new());
+        let fsyncs = Arc::new(AtomicU64::new(0));
+        let writer = Writer {
+            last_checkpoint_seq: state.head_seq,
+            state,
+            buf: Vec::with_capacity(1 << 20),
+            acks: Vec::new(),
+            flushes: Vec::new(),
+            unsynced: 0,
+            oldest_unsynced: None,
+            durable_seq: durable_seq.clone(),
+            fsyncs: fsyncs.clone(),
+            permits: permits.clone(),
+            failure: failure.clone(),
+            cfg: cfg.clone(),
+        };
+        std::thread::Builder::new()
+            .name(format!("journal-{}", cfg.sovereign_id))
+            .spawn(move || writer.run(rx))
+            .map_err(JournalError::io(&cfg.dir))?;
+        let inner = Inner {
+            tx,
+            permits,
+            durability: cfg.durability,
+            durable_seq,
+            fsyncs,
+            failure,
+        };
+        Ok((
+            Journal {
+                inner: Arc::new(inner),
+            },
+            report,
+        ))
+    }
+
+    /// [`Journal::open`] on the blocking pool.
+    pub async fn open_async(cfg: JournalConfig) -> Result<(Journal, OpenReport), JournalError> {
+        tokio::task::spawn_blocking(move || Journal::open(cfg))
+            .await
+            .map_err(|e| JournalError::Closed(Some(format!("open task failed: {e}"))))?
+    }
+
+    /// Appends an entry. Waits for queue space when the queue is full (back-pressure); then, in
+    /// durable mode, until the entry is fsynced; in batched mode, not at all.
+    pub async fn append(&self, draft: EntryDraft) -> Result<Ack, JournalError> {
+        let permit = self
+            .inner
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| self.closed())?;
+        permit.forget(); // handed back by the writer once the entry has left the queue
+        let queued_at = Instant::now();
+        match self.inner.durability {
+            Durability::Batched { .. } => {
+                self.send(Msg::Append {
+                    draft,
+                    queued_at,
+                    reply: None,
+                })?;
+                Ok(Ack::Queued)
+            }
+            Durability::Durable => {
+                let (reply, answer) = oneshot::channel();
+                self.send(Msg::Append {
+                    draft,
+                    queued_at,
+                    reply: Some(reply),
+                })?;
+                let (seq, journal_hash) = self.wait(answer).await?;
+                Ok(Ack::Durable { seq, journal_hash })
+            }
+        }
+    }
+
+    /// Waits until every entry queued before this call is durable; returns the durable seq.
+    pub async fn flush(&self) -> Result<u64, JournalError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Msg::Flush(reply))?;
+        self.wait(answer).await
+    }
+
+    /// Flushes, writes a final checkpoint and stops the writer (other clones then get `Closed`).
+    pub async fn close(self) -> Result<u64, JournalError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Msg::Close(reply))?;
+        self.wait(answer).await
+    }
+
+    /// The highest seq known to be on disk.
+    pub fn durable_seq(&self) -> u64 {
+        self.inner.durable_seq.load(Ordering::Acquire)
+    }
+
+    /// How many segment fsyncs the writer has done (group commit: far fewer than entries).
+    pub fn fsyncs(&self) -> u64 {
+        self.inner.fsyncs.load(Ordering::Relaxed)
+    }
+
+    fn send(&self, msg: Msg) -> Result<(), JournalError> {
+        self.inner.tx.send(msg).map_err(|_| self.closed())
+    }
+
+    async fn wait<T>(
+        &self,
+        answer: oneshot::Receiver<Result<T, String>>,
+    ) -> Result<T, JournalError> {
+        match answer.await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(JournalError::Closed(Some(e))),
+            Err(_) => Err(self.closed()),
+        }
+    }
+
+    fn closed(&self) -> JournalError {
+        JournalError::Closed(self.inner.failure.get().cloned())
+    }
+}
+
+/// A durable-mode appender waiting for the fsync of its entry.
+struct Waiter {
+    reply: Reply<(u64, String)>,
+    seq: u64,
+    hash: String,
+}
+
+/// The writer thread's state.
+struct Writer {
+    cfg: JournalConfig,
+    state: ChainState,
+    /// Encoded lines of the batch being assembled.
+    buf: Vec<u8>,
+    /// Durable-mode appenders waiting for the next fsync.
+    acks: Vec<Waiter>,
+    flushes: Vec<Reply<u64>>,
+    /// Entries written but not yet fsynced, and when the oldest of them was queued.
+    unsynced: usize,
+    oldest_unsynced: Option<Instant>,
+    last_checkpoint_seq: u64,
+    durable_seq: Arc<AtomicU64>,
+    fsyncs: Arc<AtomicU64>,
+    permits: Arc<Semaphore>,
+    failure: Arc<OnceLock<String>>,
+}
+
+impl Writer {
+    fn run(mut self, rx: mpsc::Receiver<Msg>) {
+        if let Err(e) = self.serve(&rx) {
+            let text = e.to_string();
+            tracing::error!(error = %text, "journal writer failed; appends are refused");
+            let _ = self.failure.set(text.clone());
+            self.permits.close();
+            for w in self.acks.drain(..) {
+                let _ = w.reply.send(Err(text.clone()));
+            }
+            for reply in self.flushes.drain(..) {
+                let _ = reply.send(Err(text.clone()));
+            }
+        }
+    }
+
+    fn serve(&mut self, rx: &mpsc::Receiver<Msg>) -> Result<(), JournalError> {
+        loop {
+            // Wait for work, or (batched mode) for the oldest unsynced entry's deadline.
+            let first = match (self.deadline(), self.oldest_unsynced) {
+                (Some(deadline), Some(_)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(left) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => return self.shut_down(None),
+                    }
+                }
+                _ => match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return self.shut_down(None),
+                },
+            };
+            let mut taken = 0;
+            let mut close = None;
+            let mut next = first;
+            while let Some(msg) = next {
+                match msg {
+                    Msg::Append {
+                        draft,
+                        queued_at,
+                        reply,
+                    } => {
+                        self.encode(draft, reply)?;
+                        self.oldest_unsynced =
+                            Some(self.oldest_unsynced.unwrap_or(queued_at).min(queued_at));
+                        taken += 1;
+                    }
+                    Msg::Flush(reply) => self.flushes.push(reply),
+                    Msg::Close(reply) => {
+                        close = Some(reply);
+                        break;
+                    }
+                }
+                if taken >= self.cfg.max_batch {
+                    break;
+                }
+                next = rx.try_recv().ok();
+            }
+            self.write_buffered()?;
+            self.unsynced += taken;
+            if close.is_some() {
+                return self.shut_down(close);
+            }
+            if self.must_sync() {
+                self.sync()?;
+            }
+            self.permits.add_permits(taken);
+        }
+    }
+
+    /// Batched mode: when the oldest unsynced entry must be on disk.
+    fn deadline(&self) -> Option<Instant> {
+        match self.cfg.durability {
+            Durability::Batched { window, .. } => self.oldest_unsynced.map(|t| t + window),
+            Durability::Durable => None,
+        }
+    }
+
+    fn must_sync(&self) -> bool {
+        if self.unsynced == 0 {
+            return !self.flushes.is_empty();
+        }
+        match self.cfg.durability {
+            Durability::Durable => true,
+            Durability::Batched { max_entries, .. } => {
+                !self.flushes.is_empty()
+                    || self.unsynced >= max_entries
+                    || self.deadline().is_some_and(|d| d <= Instant::now())
+            }
+        }
+    }
+
+    /// Gives the draft its seq and link, hashes it and appends its line to the batch buffer.
+    fn encode(
+        &mut self,
+        draft: EntryDraft,
+        reply: Option<Reply<(u64, String)>>,
+    ) -> Result<(), JournalError> {
+        let seq = self.state.head_seq + 1;
+        let prev = std::mem::take(&mut self.state.head_hash);
+        let hash = Entry::from_draft(draft, seq, prev).seal_into(&mut self.buf);
+        self.state.head_seq = seq;
+        self.state.head_hash.clone_from(&hash);
+        self.state.segment_entries += 1;
+        if let Some(reply) = reply {
+            self.acks.push(Waiter { reply, seq, hash });
+        }
+        Ok(())
+    }
+
+    fn write_buffered(&mut self) -> Result<(), JournalError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.state
+            .segment
+            .write_all(&self.buf)
+            .map_err(JournalError::io(&self.state.segment_path))?;
+        self.state.segment_bytes += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// One fsync for everything written; then answers waiters, rotates, checkpoints.
+    fn sync(&mut self) -> Result<(), JournalError> {
+        if self.unsynced > 0 {
+            self.state
+                .segment
+                .sync_data()
+                .map_err(JournalError::io(&self.state.segment_path))?;
+            self.fsyncs.fetch_add(1, Ordering::Relaxed);
+            self.unsynced = 0;
+            self.oldest_unsynced = None;
+        }
+        let durable = self.state.head_seq;
+        self.durable_seq.store(durable, Ordering::Release);
+        for w in self.acks.drain(..) {
+            let _ = w.reply.send(Ok((w.seq, w.hash)));
+        }
+        for reply in self.flushes.drain(..) {
+            let _ = reply.send(Ok(durable));
+        }
+        if self.state.segment_bytes >= self.cfg.max_segment_bytes
+            || self.state.segment_entries >= self.cfg.max_segment_entries
+        {
+            let (file, path) = create_segment(&self.cfg.dir, &self.cfg.sovereign_id, durable + 1)?;
+            self.state.segment = file;
+            self.state.segment_path = path;
+            self.state.segment_bytes = 0;
+            self.state.segment_entries = 0;
+        }
+        if durable - self.last_checkpoint_seq >= self.cfg.checkpoint_every {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Signs and durably appends a checkpoint of the (durable) head, if it moved.
+    fn checkpoint(&mut self) -> Result<(), JournalError> {
+        let seq = self.state.head_seq;
+        if seq == self.last_checkpoint_seq || seq == 0 {
+            return Ok(());
+        }
+        let cp = Checkpoint {
+            count: seq,
+            head_hash: self.state.head_hash.clone(),
+            public_key: self.state.public_key.clone(),
+            seq,
+            sovereign_id: self.cfg.sovereign_id.clone(),
+            timestamp: format_utc(SystemTime::now()),
+        };
+        let line = cp.sign(&self.state.key)?.to_line()?;
+        let path = &self.state.checkpoints_path;
+        self.state
+            .checkpoints
+            .write_all(&line)
+            .and_then(|()| self.state.checkpoints.sync_data())
+            .map_err(JournalError::io(path))?;
+        self.last_checkpoint_seq = seq;
+        Ok(())
+    }
+
+    /// Final flush and checkpoint (on `close`, or when every handle is gone).
+    fn shut_down(&mut self, close: Option<Reply<u64>>) -> Result<(), JournalError> {
+        self.write_buffered()?;
+        self.sync()?;
+        self.checkpoint()?;
+        self.permits.close();
+        if let Some(reply) = close {
+            let _ = reply.send(Ok(self.state.head_seq));
+        }
+        Ok(())
+    }
+}
