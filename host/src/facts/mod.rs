@@ -86,6 +86,9 @@ pub enum FactsInitError {
 pub struct FactsEngine {
     detector: LanguageDetector,
     tokens: TokenCounter,
+    /// Only a router reads the language; without one, detection (most of this step's cost) is
+    /// skipped and the language is [`UNDETERMINED`].
+    detect_language: bool,
 }
 
 impl FactsEngine {
@@ -97,7 +100,9 @@ impl FactsEngine {
             .iter()
             .filter(|m| m.kind == ModelKind::Chat)
             .flat_map(|m| m.languages.iter().map(String::as_str));
-        Self::with_languages(languages)
+        let mut engine = Self::with_languages(languages)?;
+        engine.detect_language = config.routing.is_some();
+        Ok(engine)
     }
 
     /// Reports the given languages (ISO 639-1 codes) that the detector supports.
@@ -107,6 +112,7 @@ impl FactsEngine {
         Ok(FactsEngine {
             detector: LanguageDetector::new(languages),
             tokens: TokenCounter::new()?,
+            detect_language: true,
         })
     }
 
@@ -138,8 +144,8 @@ impl FactsEngine {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let language = match user_text(messages) {
-            Some(text) => self.detector.detect(&text),
-            None => UNDETERMINED,
+            Some(text) if self.detect_language => self.detector.detect(&text),
+            _ => UNDETERMINED,
         };
         Ok(Facts {
             requested_model: body
