@@ -141,7 +141,10 @@ impl Sim {
             ));
         };
         let b = self.behaviour(name);
-        tokio::time::sleep(Duration::from_millis(b.latency_ms)).await;
+        if b.latency_ms > 0 {
+            // Not even a zero sleep otherwise: it waits for tokio's next 1 ms timer tick.
+            tokio::time::sleep(Duration::from_millis(b.latency_ms)).await;
+        }
         match b.fail {
             FailMode::Error500 => Err(sim_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
