@@ -98,4 +98,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Releases the reservation and charges `actual` instead, on every scope it was made on.
     /// `actual` above the reserved amount is charged in full (spend is never under-recorded).
     fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>>;
+    /// Settles the reservation at `usage.spend` and records `usage`, in one transaction: the
+    /// usage report and the budget counters never disagree, whatever stops the process.
+    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Settles every reservation made before `before` at its full amount (never under-charge):
+    /// those left by a process that stopped mid-request. Returns how many there were.
+    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
 }

@@ -412,3 +412,48 @@ async fn an_empty_file_is_migrated_and_a_foreign_file_is_an_error() {
     std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
     assert!(SqliteStore::open(&junk, clock()).await.is_err());
 }
+
+/// Issue 4: streamed requests, "including ones the client abandons halfway, are charged" — the
+/// store's part: `complete` charges and records in one transaction, and a reservation left by a
+/// process that stopped mid-request is charged at its full amount when the next one starts.
+#[tokio::test]
+async fn completion_charges_and_records_together_and_stale_reservations_are_charged_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let team;
+    let key;
+    {
+        let s = open(dir.path(), c.clone()).await;
+        team = team_with_budget(&s, Some(10_000)).await.id;
+        key = s
+            .create_key(NewKey::new(team.clone(), Role::Member))
+            .await
+            .unwrap()
+            .info
+            .id;
+        let scopes = vec![
+            BudgetScope::Team(team.clone()),
+            BudgetScope::Key(key.clone()),
+        ];
+        let ReserveOutcome::Reserved(done) = s.reserve(scopes.clone(), 1_000).await.unwrap() else {
+            panic!("within budget")
+        };
+        s.complete(done, usage(&team, &key, "alice", "jais", T0))
+            .await
+            .unwrap();
+        // The process stops with this one in flight.
+        let ReserveOutcome::Reserved(_) = s.reserve(scopes, 4_000).await.unwrap() else {
+            panic!("within budget")
+        };
+    }
+    c.advance(1);
+    let s = open(dir.path(), c.clone()).await;
+    assert_eq!(s.settle_stale(T0 + 1).await.unwrap(), 1);
+    assert_eq!(s.settle_stale(T0 + 1).await.unwrap(), 0, "only once");
+    let u = s.usage(UsageFilter::default()).await.unwrap();
+    assert_eq!((u.len(), u[0].spend), (1, 300));
+    for scope in [BudgetScope::Team(team), BudgetScope::Key(key)] {
+        let b = s.budget(scope.clone()).await.unwrap().unwrap();
+        assert_eq!((b.spent, b.reserved), (300 + 4_000, 0), "{scope:?}");
+    }
+}

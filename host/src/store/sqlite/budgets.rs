@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::store::{
     BudgetScope, BudgetState, Micros, ReservationId, ReserveOutcome, StoreError, StoreResult,
-    UnixMillis,
+    UnixMillis, UsageRecord,
 };
 
 pub(super) fn get(conn: &Connection, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
@@ -77,13 +77,47 @@ pub(super) fn reserve(
 }
 
 pub(super) fn settle(conn: &mut Connection, id: ReservationId, actual: Micros) -> StoreResult<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    settle_in(&tx, id, actual)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Settles at `usage.spend` and records the usage row in one transaction.
+pub(super) fn complete(
+    conn: &mut Connection,
+    id: ReservationId,
+    usage: &UsageRecord,
+) -> StoreResult<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    super::usage::record(&tx, usage)?;
+    settle_in(&tx, id, usage.spend)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Settles every reservation made before `before` at its full amount; returns how many.
+pub(super) fn settle_stale(conn: &mut Connection, before: UnixMillis) -> StoreResult<u64> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let stale: Vec<(i64, Micros)> = tx
+        .prepare("SELECT id, amount_micros FROM reservations WHERE created_at < ?1 ORDER BY id")?
+        .query_map([before], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (id, amount) in &stale {
+        settle_in(&tx, ReservationId(*id), *amount)?;
+    }
+    tx.commit()?;
+    Ok(u64::try_from(stale.len()).unwrap_or(u64::MAX))
+}
+
+/// The body of a settlement, inside the caller's transaction.
+fn settle_in(tx: &Connection, id: ReservationId, actual: Micros) -> StoreResult<()> {
     if actual < 0 {
         return Err(StoreError::Invalid {
             field: "actual",
             reason: "must not be negative".into(),
         });
     }
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let amount: Micros = tx
         .prepare_cached("SELECT amount_micros FROM reservations WHERE id = ?1")?
         .query_row([id.0], |r| r.get(0))
@@ -98,6 +132,5 @@ pub(super) fn settle(conn: &mut Connection, id: ReservationId, actual: Micros) -
     .execute(params![id.0, amount, actual])?;
     tx.prepare_cached("DELETE FROM reservations WHERE id = ?1")?
         .execute([id.0])?;
-    tx.commit()?;
     Ok(())
 }

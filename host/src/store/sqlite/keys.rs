@@ -85,6 +85,8 @@ fn finish(raw: RawKey, now: UnixMillis) -> StoreResult<KeyInfo> {
     Ok(k)
 }
 
+/// One key matching `filter`, which sees `arg` as `?1` and now as `?2` (a filter that does not
+/// need the time says `?2 = ?2`, since every bound parameter must appear in the statement).
 fn one(
     conn: &Connection,
     filter: &str,

@@ -197,6 +197,14 @@ impl Store for SqliteStore {
     fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c, _| budgets::settle(c, id, actual))
     }
+
+    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| budgets::complete(c, id, &usage))
+    }
+
+    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| budgets::settle_stale(c, before))
+    }
 }
 
 // Conversions shared by the table modules.
