@@ -56,6 +56,23 @@ async fn two_hundred_concurrent_reservations_against_a_budget_for_fifty() {
         let scope = scope.clone();
         tasks.spawn(async move { store.reserve(vec![scope], R).await.unwrap() });
     }
+    // An observer reads the counters while the race runs: the bound holds at every moment.
+    let watcher = {
+        let store = Arc::clone(&stores[1]);
+        let scope = scope.clone();
+        tokio::spawn(async move {
+            let mut seen = 0;
+            loop {
+                let b = store.budget(scope.clone()).await.unwrap().unwrap();
+                assert!(b.spent + b.reserved <= B, "{b:?}");
+                seen += 1;
+                if b.reserved == B || seen >= 10_000 {
+                    return seen;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
     let mut admitted = Vec::new();
     let mut refused = 0;
     while let Some(outcome) = tasks.join_next().await {
@@ -69,6 +86,7 @@ async fn two_hundred_concurrent_reservations_against_a_budget_for_fifty() {
     }
     assert_eq!(admitted.len(), usize::try_from(B / R).unwrap());
     assert_eq!(refused, 150);
+    assert!(watcher.await.unwrap() >= 1);
     let held = a.budget(scope.clone()).await.unwrap().unwrap();
     assert_eq!((held.spent, held.reserved), (0, B));
 
