@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod policy;
 pub mod routing;
 pub mod simulator;
+pub mod store;
 pub mod upstream;
 
 use std::future::Future;

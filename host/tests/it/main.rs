@@ -12,6 +12,7 @@ mod cli;
 mod gateway;
 mod journal;
 mod policy;
+mod store;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,0 +1,107 @@
+//! The store: where teams, keys, usage and budget counters live. Callers see only the [`Store`]
+//! trait; [`sqlite::SqliteStore`] is the embedded back end, and a PostgreSQL/Redis one will
+//! implement the same trait (`docs/STORE.md`).
+//!
+//! The trait is object-safe (`Arc<dyn Store>`): each method returns a boxed future rather than
+//! being an `async fn`, because `async fn` in traits cannot be called through `dyn` on Rust 1.95.
+//! The box costs one allocation per call, nothing next to a database round trip; the hot path
+//! (authenticating a key) is meant to hit an in-memory cache in front of the store.
+
+pub mod clock;
+pub mod sqlite;
+pub mod types;
+
+use futures_util::future::BoxFuture;
+
+pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
+pub use types::{
+    BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
+    ReservationId, ReserveOutcome, Team, TeamId, TeamPatch, UsageFilter, UsageRecord, UsageRow,
+};
+
+/// Every way a store call can fail. Business outcomes that are not failures (an unknown hash, a
+/// budget that cannot cover a reservation) are `Ok` values, not errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("team {0} not found")]
+    TeamNotFound(TeamId),
+    #[error("key {0} not found")]
+    KeyNotFound(KeyId),
+    #[error("key {0} is {1} and cannot be rotated")]
+    KeyNotRotatable(KeyId, &'static str),
+    #[error("reservation {0} not found (already settled?)")]
+    ReservationNotFound(i64),
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    #[error("database schema version {found} is newer than this build knows ({known})")]
+    SchemaTooNew { found: i64, known: i64 },
+    #[error("stored row is corrupt: {0}")]
+    Corrupt(String),
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("opening the database {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("store worker thread failed: {0}")]
+    Worker(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The gateway's durable state. Every method is safe to call concurrently from many tasks; none
+/// blocks the async runtime.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    // Teams.
+    fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>>;
+    fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>>;
+    fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>>;
+    fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>>;
+    /// Deletes the team, its keys (which stop authenticating at once) and its budget counters;
+    /// usage history is kept. `false` when there was no such team.
+    fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>>;
+
+    // Keys.
+    /// Creates a key; the secret is in the answer and nowhere else (the store keeps its hash).
+    fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>>;
+    fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>>;
+    /// The key with this secret hash, in whatever state it is (see [`KeyInfo::state`]).
+    fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>>;
+    /// The key with this secret hash only if it authenticates now (not revoked, not expired,
+    /// not past its rotation grace); the check is in the query, against the store's clock.
+    fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>>;
+    /// Keys without secrets, oldest first; all teams' when `team` is `None`.
+    fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>>;
+    /// A new key for the same team and settings; the old one stays valid until now + `grace_ms`
+    /// (0: it stops at once) and then never again.
+    fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>>;
+    /// When this returns, [`Store::authenticate`] no longer finds the key. Idempotent.
+    fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>>;
+    /// Records that the key was used at `at` (keeps the latest).
+    fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>>;
+
+    // Usage.
+    fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Usage summed per key, model and actor, filtered; ordered by key, model, actor.
+    fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>>;
+
+    // Budgets.
+    fn budget(&self, scope: BudgetScope) -> BoxFuture<'_, StoreResult<Option<BudgetState>>>;
+    /// Atomically holds `amount` against every scope (all or none): admitted only if for each
+    /// limited scope `spent + reserved + amount <= limit`. Unlimited scopes are still counted.
+    fn reserve(
+        &self,
+        scopes: Vec<BudgetScope>,
+        amount: Micros,
+    ) -> BoxFuture<'_, StoreResult<ReserveOutcome>>;
+    /// Releases the reservation and charges `actual` instead, on every scope it was made on.
+    /// `actual` above the reserved amount is charged in full (spend is never under-recorded).
+    fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>>;
+    /// Settles the reservation at `usage.spend` and records `usage`, in one transaction: the
+    /// usage report and the budget counters never disagree, whatever stops the process.
+    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Settles every reservation made before `before` at its full amount (never under-charge):
+    /// those left by a process that stopped mid-request. Returns how many there were.
+    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
+}

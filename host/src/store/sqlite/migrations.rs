@@ -1,0 +1,184 @@
+//! The SQLite schema as an ordered list of migrations. `schema_version` holds one row per applied
+//! migration; opening a database applies the missing ones in one transaction, so a crash
+//! mid-upgrade leaves the previous version intact. Never edit a published migration: add one.
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use crate::store::{StoreError, StoreResult, UnixMillis};
+
+/// Migration `i` (0-based) brings the schema to version `i + 1`.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: teams, keys, budget counters and reservations, usage.
+    r"
+    CREATE TABLE teams (
+        id                TEXT PRIMARY KEY,
+        name              TEXT NOT NULL,
+        plan              TEXT NOT NULL,
+        token_cap_per_day INTEGER,
+        allowed_regions   TEXT NOT NULL,          -- JSON array of strings
+        created_at        INTEGER NOT NULL,       -- Unix ms
+        updated_at        INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE keys (
+        id           TEXT PRIMARY KEY,
+        team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        name         TEXT,
+        hash         BLOB NOT NULL UNIQUE,        -- SHA-256 of the secret; the secret is not kept
+        prefix       TEXT NOT NULL,
+        role         TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        last_used_at INTEGER,
+        expires_at   INTEGER,
+        revoked_at   INTEGER,
+        rotated_to   TEXT,
+        grace_until  INTEGER,                     -- set by rotation: valid while now < grace_until
+        ip_allowlist TEXT NOT NULL,               -- JSON array of CIDRs
+        rpm          INTEGER,
+        tpd          INTEGER
+    ) STRICT;
+    CREATE INDEX keys_by_team ON keys(team_id, created_at);
+
+    -- One row per team ('team:<id>') and per key ('key:<id>'); limit NULL is unlimited.
+    CREATE TABLE budgets (
+        scope           TEXT PRIMARY KEY,
+        limit_micros    INTEGER,
+        spent_micros    INTEGER NOT NULL DEFAULT 0,
+        reserved_micros INTEGER NOT NULL DEFAULT 0 CHECK (reserved_micros >= 0)
+    ) STRICT;
+
+    CREATE TABLE reservations (
+        id            INTEGER PRIMARY KEY,
+        amount_micros INTEGER NOT NULL CHECK (amount_micros >= 0),
+        created_at    INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE reservation_scopes (
+        reservation_id INTEGER NOT NULL REFERENCES reservations(id) ON DELETE CASCADE,
+        scope          TEXT NOT NULL,
+        PRIMARY KEY (reservation_id, scope)
+    ) STRICT;
+
+    CREATE TABLE usage (
+        id           INTEGER PRIMARY KEY,
+        at           INTEGER NOT NULL,
+        team_id      TEXT NOT NULL,               -- no foreign key: history outlives teams
+        key_id       TEXT NOT NULL,
+        actor        TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        tokens_in    INTEGER NOT NULL,
+        tokens_out   INTEGER NOT NULL,
+        spend_micros INTEGER NOT NULL
+    ) STRICT;
+    ",
+    // 2: usage queries filter by team or key and a time range.
+    r"
+    CREATE INDEX usage_by_team ON usage(team_id, at);
+    CREATE INDEX usage_by_key ON usage(key_id, at);
+    ",
+];
+
+/// The schema version this build writes.
+pub(crate) fn latest() -> i64 {
+    i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX)
+}
+
+/// The database's schema version (0 for an empty file).
+pub(crate) fn version(conn: &Connection) -> StoreResult<i64> {
+    let exists: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        return Ok(0);
+    }
+    Ok(conn.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
+/// Applies migrations up to `target` (normally [`latest`]) in one transaction; returns the
+/// version the database is at afterwards. Refuses a database newer than this build.
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64, now: UnixMillis) -> StoreResult<i64> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_version (
+             version    INTEGER PRIMARY KEY,
+             applied_at INTEGER NOT NULL
+         ) STRICT;",
+    )?;
+    let current = version(&tx)?;
+    if current > latest() {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            known: latest(),
+        });
+    }
+    let mut at = current;
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let v = i64::try_from(i).unwrap_or(i64::MAX) + 1;
+        if v <= current || v > target {
+            continue;
+        }
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (?1, ?2)",
+            params![v, now],
+        )?;
+        at = v;
+    }
+    tx.commit()?;
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    fn tables(conn: &Connection) -> Vec<String> {
+        let mut st = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type IN ('table','index') AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn empty_database_upgrades_step_by_step_and_in_one_go_to_the_same_schema() {
+        let mut stepwise = Connection::open_in_memory().unwrap();
+        assert_eq!(version(&stepwise).unwrap(), 0);
+        assert_eq!(migrate_to(&mut stepwise, 1, 1).unwrap(), 1);
+        assert!(!tables(&stepwise).contains(&"usage_by_team".to_string()));
+        assert_eq!(migrate_to(&mut stepwise, latest(), 2).unwrap(), latest());
+
+        let mut direct = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate_to(&mut direct, latest(), 1).unwrap(), latest());
+        assert_eq!(tables(&stepwise), tables(&direct));
+        // Re-running is a no-op.
+        assert_eq!(migrate_to(&mut direct, latest(), 3).unwrap(), latest());
+        let rows: i64 = direct
+            .query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, latest());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate_to(&mut conn, latest(), 1).unwrap();
+        conn.execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (?1, 0)",
+            [latest() + 1],
+        )
+        .unwrap();
+        assert!(matches!(
+            migrate_to(&mut conn, latest(), 2),
+            Err(StoreError::SchemaTooNew { .. })
+        ));
+    }
+}

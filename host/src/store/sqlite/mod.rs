@@ -1,0 +1,233 @@
+//! The embedded back end: one SQLite file (WAL mode, `synchronous = FULL`, foreign keys on)
+//! behind one connection that only blocking-pool threads touch. Every call runs in
+//! `spawn_blocking`, takes the connection's mutex there (never across an `.await`), reads the
+//! clock, and runs its statements; writes use `BEGIN IMMEDIATE` transactions.
+//!
+//! One connection serialises the gateway's own calls, which SQLite would do for writes anyway
+//! (one writer at a time); reads are point lookups by primary key or index and the auth path
+//! will sit behind an in-memory cache. A second handle on the same file (another
+//! [`SqliteStore`], another process) stays correct: every check-and-change is one transaction.
+
+mod budgets;
+mod keys;
+pub(crate) mod migrations;
+mod teams;
+mod usage;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use rusqlite::Connection;
+
+use super::{
+    BudgetScope, BudgetState, Clock, CreatedKey, KeyId, KeyInfo, Micros, NewKey, NewTeam,
+    ReservationId, ReserveOutcome, Store, StoreError, StoreResult, Team, TeamId, TeamPatch,
+    UnixMillis, UsageFilter, UsageRecord, UsageRow,
+};
+
+/// How long a call waits for another connection's write transaction before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    conn: Mutex<Connection>,
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// Blocking: call from `spawn_blocking` or at start-up; [`SqliteStore::open`] does that.
+    pub fn open_blocking(path: &Path, clock: Arc<dyn Clock>) -> StoreResult<SqliteStore> {
+        let open_err = |source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(open_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt(format!(
+                "{}: journal_mode is {mode}, WAL could not be set",
+                path.display()
+            )));
+        }
+        // FULL: a commit (a revocation, a settled spend) survives power loss, not only a crash.
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(open_err)?;
+        migrations::migrate_to(&mut conn, migrations::latest(), clock.now_ms())?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                clock,
+                path: path.to_path_buf(),
+            }),
+        })
+    }
+
+    /// [`SqliteStore::open_blocking`] on the blocking pool.
+    pub async fn open(path: &Path, clock: Arc<dyn Clock>) -> StoreResult<SqliteStore> {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || SqliteStore::open_blocking(&path, clock))
+            .await
+            .map_err(|e| StoreError::Worker(e.to_string()))?
+    }
+
+    /// The schema version this build creates and upgrades to.
+    pub fn latest_schema_version() -> i64 {
+        migrations::latest()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The database's schema version.
+    pub async fn schema_version(&self) -> StoreResult<i64> {
+        self.run(|c, _| migrations::version(c)).await
+    }
+
+    /// Runs `f` with the connection and the current time on the blocking pool.
+    fn run<T, F>(&self, f: F) -> BoxFuture<'static, StoreResult<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, UnixMillis) -> StoreResult<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                // A poisoned lock means a panic mid-call; its transaction was rolled back when
+                // dropped, so the connection is still consistent.
+                let mut conn = inner
+                    .conn
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // Read under the lock, so calls see time in the order they run.
+                let now = inner.clock.now_ms();
+                f(&mut conn, now)
+            })
+            .await
+            .map_err(|e| StoreError::Worker(e.to_string()))?
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
+        self.run(move |c, now| teams::create(c, now, team))
+    }
+
+    fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
+        self.run(move |c, _| teams::get(c, &id))
+    }
+
+    fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
+        self.run(|c, _| teams::list(c))
+    }
+
+    fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>> {
+        self.run(move |c, now| teams::update(c, now, id, patch))
+    }
+
+    fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| teams::delete(c, id))
+    }
+
+    fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
+        self.run(move |c, now| keys::create(c, now, key))
+    }
+
+    fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
+        self.run(move |c, now| keys::get(c, now, &id))
+    }
+
+    fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
+        self.run(move |c, now| keys::by_hash(c, now, &hash))
+    }
+
+    fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
+        self.run(move |c, now| keys::authenticate(c, now, &hash))
+    }
+
+    fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>> {
+        self.run(move |c, now| keys::list(c, now, team.as_ref()))
+    }
+
+    fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>> {
+        self.run(move |c, now| keys::rotate(c, now, id, grace_ms))
+    }
+
+    fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>> {
+        self.run(move |c, now| keys::revoke(c, now, id))
+    }
+
+    fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| keys::touch(c, id, at))
+    }
+
+    fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| usage::record(c, &usage))
+    }
+
+    fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
+        self.run(move |c, _| usage::query(c, &filter))
+    }
+
+    fn budget(&self, scope: BudgetScope) -> BoxFuture<'_, StoreResult<Option<BudgetState>>> {
+        self.run(move |c, _| budgets::get(c, &scope))
+    }
+
+    fn reserve(
+        &self,
+        scopes: Vec<BudgetScope>,
+        amount: Micros,
+    ) -> BoxFuture<'_, StoreResult<ReserveOutcome>> {
+        self.run(move |c, now| budgets::reserve(c, now, scopes, amount))
+    }
+
+    fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| budgets::settle(c, id, actual))
+    }
+
+    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| budgets::complete(c, id, &usage))
+    }
+
+    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| budgets::settle_stale(c, before))
+    }
+}
+
+// Conversions shared by the table modules.
+
+fn to_json(v: &[String]) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn from_json(s: &str, what: &str) -> StoreResult<Vec<String>> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// A count or cap into SQLite's signed integer.
+fn i64_of(v: u64, field: &'static str) -> StoreResult<i64> {
+    i64::try_from(v).map_err(|_| StoreError::Invalid {
+        field,
+        reason: "too large".into(),
+    })
+}
+
+fn opt_i64_of(v: Option<u64>, field: &'static str) -> StoreResult<Option<i64>> {
+    v.map(|v| i64_of(v, field)).transpose()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,68 @@
+//! Usage in SQLite: one row per completed request, summed on query per key, model and actor.
+
+use rusqlite::{Connection, params};
+
+use super::i64_of;
+use crate::store::{KeyId, StoreError, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
+
+pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
+    if u.spend < 0 {
+        return Err(StoreError::Invalid {
+            field: "spend",
+            reason: "must not be negative".into(),
+        });
+    }
+    conn.prepare_cached(
+        "INSERT INTO usage (at, team_id, key_id, actor, model, tokens_in, tokens_out, spend_micros)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        u.at,
+        u.team_id.0,
+        u.key_id.0,
+        u.actor,
+        u.model,
+        i64_of(u.tokens_in, "tokens_in")?,
+        i64_of(u.tokens_out, "tokens_out")?,
+        u.spend
+    ])?;
+    Ok(())
+}
+
+fn count(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+pub(super) fn query(conn: &Connection, f: &UsageFilter) -> StoreResult<Vec<UsageRow>> {
+    let mut st = conn.prepare_cached(
+        "SELECT team_id, key_id, model, actor, COUNT(*), SUM(tokens_in), SUM(tokens_out),
+                SUM(spend_micros)
+         FROM usage
+         WHERE (?1 IS NULL OR team_id = ?1) AND (?2 IS NULL OR key_id = ?2)
+           AND (?3 IS NULL OR model = ?3) AND (?4 IS NULL OR at >= ?4) AND (?5 IS NULL OR at < ?5)
+         GROUP BY team_id, key_id, model, actor
+         ORDER BY key_id, model, actor",
+    )?;
+    let rows = st.query_map(
+        params![
+            f.team_id.as_ref().map(|t| t.0.as_str()),
+            f.key_id.as_ref().map(|k| k.0.as_str()),
+            f.model.as_deref(),
+            f.from,
+            f.to
+        ],
+        |r| {
+            Ok(UsageRow {
+                team_id: TeamId(r.get(0)?),
+                key_id: KeyId(r.get(1)?),
+                model: r.get(2)?,
+                actor: r.get(3)?,
+                requests: count(r.get(4)?),
+                tokens_in: count(r.get(5)?),
+                tokens_out: count(r.get(6)?),
+                spend: r.get(7)?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
