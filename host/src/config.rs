@@ -218,6 +218,8 @@ pub struct Config {
 pub struct RoutingConfig {
     /// The routing document's text (the router's `policy` setting).
     pub document: Option<String>,
+    /// Where the document was read from; the gateway reloads it when the file changes.
+    pub document_path: Option<PathBuf>,
     /// A router component to use instead of the built-in rules router: its path and bytes.
     pub component: Option<(PathBuf, Arc<[u8]>)>,
     pub deadline: Duration,
@@ -539,6 +541,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         }
         let routing = RoutingConfig {
             document,
+            document_path: r.document.as_deref().map(|p| base.join(p)),
             component,
             deadline: Duration::from_millis(r.deadline_ms),
             memory_bytes: usize::try_from(r.memory_mb << 20).unwrap_or(usize::MAX),

@@ -1,15 +1,16 @@
 //! The routing step: which configured model serves a request. An explicit model id names the
 //! model and bypasses the rules; `auto-router` asks the router policy — a Wasm component (the
 //! built-in rules router unless the config names another) — and falls back to the default model
-//! when the policy fails. The decision records the policy and rule that made it.
+//! when the policy fails. The decision records the policy and rule that made it. The router's
+//! versions and hot swap live in [`registry`].
 
-use std::collections::HashMap;
+pub mod registry;
+
 use std::sync::Arc;
 
 use crate::config::{AUTO_ROUTER, Config, ModelConfig, ModelKind};
-use crate::policy::{
-    CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts, RouterPolicy,
-};
+use crate::policy::{CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts};
+use registry::{PolicyRegistry, WatchedFiles};
 
 /// `X-Route-Policy` when no router policy decided: none is configured, or it failed.
 pub const DEFAULT_POLICY: &str = "default";
@@ -48,42 +49,54 @@ pub enum RoutingError {
     },
 }
 
-/// The routing step, with its policy when one is configured.
+/// The routing step, with its policy versions when routing is configured.
 pub struct Router {
-    policy: Option<RouterPolicy>,
+    registry: Option<Arc<PolicyRegistry>>,
 }
 
 impl Router {
     /// Loads the configured router policy: compiled off the runtime, checked against its world
-    /// and smoke-called before the gateway serves a request.
+    /// and smoke-called before the gateway serves a request. Starts watching the configured
+    /// files (reloaded on change, [`registry::watch`]).
     pub async fn from_config(config: &Config) -> Result<Router, PolicyError> {
         let Some(r) = &config.routing else {
-            return Ok(Router { policy: None });
+            return Ok(Router { registry: None });
         };
         let host = PolicyHost::new(HostConfig {
             cache_dir: r.cache_dir.clone(),
             ..HostConfig::default()
         })?;
-        let (id, wasm) = match &r.component {
-            Some((path, bytes)) => (path.display().to_string(), bytes.to_vec()),
-            None => (
-                "rules-router".to_string(),
-                policy_artifacts::RULES_ROUTER_COMPONENT.to_vec(),
-            ),
+        let wasm: Arc<[u8]> = match &r.component {
+            Some((_, bytes)) => bytes.clone(),
+            None => Arc::from(policy_artifacts::RULES_ROUTER_COMPONENT),
         };
-        let mut settings = HashMap::new();
-        if let Some(doc) = &r.document {
-            settings.insert("policy".to_string(), doc.clone());
-        }
         let limits = CallLimits {
             deadline: r.deadline,
             memory_bytes: r.memory_bytes,
         };
-        let policy =
-            RouterPolicy::load(&host, &id, wasm, settings, limits, candidates(config)).await?;
+        let registry = Arc::new(
+            PolicyRegistry::new(
+                host,
+                limits,
+                candidates(config),
+                wasm,
+                r.document.as_deref().map(Arc::from),
+            )
+            .await?,
+        );
+        let files = WatchedFiles {
+            document: r.document_path.clone(),
+            component: r.component.as_ref().map(|(path, _)| path.clone()),
+        };
+        registry::watch(&registry, files, registry::FILE_POLL);
         Ok(Router {
-            policy: Some(policy),
+            registry: Some(registry),
         })
+    }
+
+    /// The router's versions (`None` when routing is not configured).
+    pub fn registry(&self) -> Option<&Arc<PolicyRegistry>> {
+        self.registry.as_ref()
     }
 
     /// Chooses the model for a request to an endpoint serving models of `kind`.
@@ -106,7 +119,10 @@ impl Router {
         if kind != ModelKind::Chat {
             return Err(RoutingError::AutoNotSupported);
         }
-        if let Some(policy) = &self.policy {
+        if let Some(registry) = &self.registry {
+            // One load per request: a swap meanwhile does not change the version it runs on.
+            let active = registry.active();
+            let policy = &active.policy;
             match policy.route(facts, &candidates(config)).await {
                 Ok(d) => {
                     return Ok(Route {

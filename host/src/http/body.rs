@@ -15,8 +15,18 @@ pub async fn read_json_object(
     body: Body,
     server: &ServerConfig,
 ) -> Result<Map<String, Value>, ApiError> {
+    read_json_object_within(headers, body, server.max_body_bytes, server).await
+}
+
+/// [`read_json_object`] with a size limit of its own (the admin policy upload's, which is larger
+/// than `server.max_body_bytes`); the body-read timeout still applies.
+pub async fn read_json_object_within(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    server: &ServerConfig,
+) -> Result<Map<String, Value>, ApiError> {
     check_content_type(headers)?;
-    let limit = server.max_body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::auth::AuthError;
 use crate::facts::FactsError;
 use crate::routing::RoutingError;
+use crate::routing::registry::RegistryError;
 use crate::upstream::UpstreamError;
 
 #[derive(Debug, Clone)]
@@ -167,5 +168,22 @@ impl From<RoutingError> for ApiError {
 impl From<FactsError> for ApiError {
     fn from(e: FactsError) -> Self {
         ApiError::invalid(e.param(), e.to_string())
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> Self {
+        let message = e.to_string();
+        match e {
+            RegistryError::Invalid { .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+                    .with_code("invalid_policy")
+            }
+            RegistryError::UnknownVersion(_) => ApiError::not_found(message),
+            RegistryError::NotActivatable { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_request_error", message)
+                    .with_code("policy_failed_validation")
+            }
+        }
     }
 }

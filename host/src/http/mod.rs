@@ -2,6 +2,7 @@
 //! stack every request passes through (request context → panic guard → authentication). Each
 //! endpoint's request path lives in its own module.
 
+mod admin;
 mod body;
 mod chat;
 mod embeddings;
@@ -101,6 +102,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/models", get(models::list_models))
         .route("/v1/models/{id}", get(models::get_model))
+        // Admin only ([`admin::AdminOnly`] in each handler's signature).
+        .route("/v1/admin/policies", get(admin::list).post(admin::upload))
+        .route("/v1/admin/policies/{id}/activate", post(admin::activate))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-pub use router::{Candidate, RouteFacts, RouterDecision, RouterPolicy};
+pub use router::{Candidate, RouteFacts, RouterDecision, RouterPolicy, WORLD as ROUTER_WORLD};
 
 /// Settings of the policy host (one per process).
 #[derive(Debug, Clone)]

@@ -11,7 +11,8 @@ use super::bindings::{self, CallState, ModelInfo, RequestFacts, RouterPolicyPre}
 use super::{CallLimits, PolicyError, PolicyHost, cache};
 use crate::config::ModelConfig;
 
-const WORLD: &str = "sovereign:policy/router-policy@0.1.0";
+/// The world every router component must export.
+pub const WORLD: &str = "sovereign:policy/router-policy@0.1.0";
 /// Longest `rule` or `policy` name accepted from a router, in bytes.
 const MAX_NAME_BYTES: usize = 256;
 
@@ -59,6 +60,8 @@ pub struct RouterPolicy {
     pre: RouterPolicyPre<CallState>,
     settings: Arc<HashMap<String, String>>,
     limits: CallLimits,
+    /// The policy name the smoke call answered with (`None` if it rejected the golden request).
+    name: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for RouterPolicy {
@@ -87,12 +90,12 @@ impl RouterPolicy {
     ) -> Result<RouterPolicy, PolicyError> {
         let host = host.clone();
         let id: Arc<str> = id.into();
-        let policy = tokio::task::spawn_blocking(move || {
+        let mut policy = tokio::task::spawn_blocking(move || {
             Self::load_blocking(host, id, &wasm, settings, limits)
         })
         .await
         .map_err(|e| PolicyError::Cancelled(e.to_string()))??;
-        policy.smoke_call(&candidates).await?;
+        policy.name = policy.smoke_call(&candidates).await?.map(Arc::from);
         Ok(policy)
     }
 
@@ -134,10 +137,12 @@ impl RouterPolicy {
             pre,
             settings: Arc::new(settings),
             limits,
+            name: None,
         })
     }
 
-    async fn smoke_call(&self, candidates: &[Candidate]) -> Result<(), PolicyError> {
+    /// Returns the policy name the router answered with, if it routed the golden request.
+    async fn smoke_call(&self, candidates: &[Candidate]) -> Result<Option<String>, PolicyError> {
         let facts = RouteFacts {
             request_id: "smoke-call".into(),
             team_id: "smoke".into(),
@@ -149,8 +154,8 @@ impl RouterPolicy {
             ..RouteFacts::default()
         };
         match self.route(&facts, candidates).await {
-            Ok(_) => Ok(()),
-            Err(PolicyError::Rejected { status, .. }) if (400..500).contains(&status) => Ok(()),
+            Ok(d) => Ok(Some(d.policy)),
+            Err(PolicyError::Rejected { status, .. }) if (400..500).contains(&status) => Ok(None),
             Err(e) => Err(PolicyError::SmokeCall {
                 policy: self.id.to_string(),
                 cause: Box::new(e),
@@ -165,6 +170,11 @@ impl RouterPolicy {
     /// sha256 of the component, hex.
     pub fn sha256(&self) -> &str {
         &self.sha256
+    }
+
+    /// The policy name the router gave in its smoke call (what `X-Route-Policy` will show).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     pub fn limits(&self) -> CallLimits {

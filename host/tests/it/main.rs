@@ -10,6 +10,7 @@
 
 mod cli;
 mod gateway;
+mod hot_swap;
 mod journal;
 mod policy;
 mod store;

@@ -26,7 +26,7 @@ default: llama-3.1-70b
 
 /// One engine for the whole test binary, as in the gateway; compiled artifacts cached so each
 /// component is compiled once per run.
-fn host() -> &'static PolicyHost {
+pub(crate) fn host() -> &'static PolicyHost {
     static HOST: OnceLock<PolicyHost> = OnceLock::new();
     HOST.get_or_init(|| {
         let cache =
@@ -41,7 +41,7 @@ fn host() -> &'static PolicyHost {
     })
 }
 
-fn fleet() -> Vec<Candidate> {
+pub(crate) fn fleet() -> Vec<Candidate> {
     static MODELS: OnceLock<Config> = OnceLock::new();
     let config = MODELS.get_or_init(|| {
         let model = |id: &str, langs: &str, cost: (f64, f64)| {
@@ -75,7 +75,7 @@ fn fleet() -> Vec<Candidate> {
         .collect()
 }
 
-fn facts(language: &str, tokens: u32) -> RouteFacts {
+pub(crate) fn facts(language: &str, tokens: u32) -> RouteFacts {
     RouteFacts {
         request_id: "req-test".into(),
         team_id: "research".into(),

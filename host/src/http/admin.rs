@@ -1,0 +1,150 @@
+//! The admin API: router policy versions (`/v1/admin/policies`), behind [`AdminOnly`]. Uploads are
+//! validated (compile, world check, smoke call) before they can become active; see
+//! docs/POLICIES.md, "Hot swap".
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use http::request::Parts;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::AppState;
+use super::body::read_json_object_within;
+use super::error::ApiError;
+use crate::auth::Principal;
+use crate::config::Role;
+use crate::routing::registry::{MAX_COMPONENT_BYTES, MAX_DOCUMENT_BYTES, Origin, PolicyRegistry};
+
+/// Body limit of a policy upload: a component at its limit, base64-encoded, plus a document.
+/// Independent of (and larger than) `server.max_body_bytes`.
+pub const MAX_UPLOAD_BODY_BYTES: usize =
+    MAX_COMPONENT_BYTES / 3 * 4 + 8 + MAX_DOCUMENT_BYTES + 4096;
+
+/// An extractor that admits admin keys only; others get 403 `permission_error`. Runs after
+/// authentication, which put the [`Principal`] in the request's extensions.
+pub struct AdminOnly;
+
+impl<S: Send + Sync> FromRequestParts<S> for AdminOnly {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        match parts.extensions.get::<std::sync::Arc<Principal>>() {
+            Some(p) if p.role == Role::Admin => Ok(AdminOnly),
+            Some(p) => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                format!(
+                    "This endpoint needs an admin key; this key's role is `{}`.",
+                    p.role.as_str()
+                ),
+            )
+            .with_code("insufficient_permissions")),
+            None => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "authentication_error",
+                "Missing API key.",
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Upload {
+    #[serde(default)]
+    document: Option<String>,
+    #[serde(default)]
+    component_base64: Option<String>,
+    #[serde(default = "yes")]
+    activate: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn registry(app: &AppState) -> Result<&PolicyRegistry, ApiError> {
+    app.0.router.registry().map(|r| &**r).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "Routing is not configured: add a `[routing]` section to the gateway's config.",
+        )
+        .with_code("routing_not_configured")
+    })
+}
+
+/// `POST /v1/admin/policies`: upload a router version (document and/or component).
+pub async fn upload(
+    _: AdminOnly,
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let registry = registry(&app)?;
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+        .await?;
+    let upload: Upload = serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|e| ApiError::bad_request(format!("Invalid policy upload: {e}.")))?;
+    if upload.document.is_none() && upload.component_base64.is_none() {
+        return Err(ApiError::bad_request(
+            "Send a `document`, a `component_base64`, or both.",
+        ));
+    }
+    if upload
+        .document
+        .as_ref()
+        .is_some_and(|d| d.len() > MAX_DOCUMENT_BYTES)
+    {
+        return Err(ApiError::invalid(
+            "document",
+            format!("The document is larger than {MAX_DOCUMENT_BYTES} bytes."),
+        ));
+    }
+    let component = match &upload.component_base64 {
+        None => None,
+        Some(b64) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(|e| {
+                    ApiError::invalid(
+                        "component_base64",
+                        format!("`component_base64` is not valid base64: {e}."),
+                    )
+                })?;
+            if bytes.len() > MAX_COMPONENT_BYTES {
+                return Err(ApiError::invalid(
+                    "component_base64",
+                    format!("The component is larger than {MAX_COMPONENT_BYTES} bytes."),
+                ));
+            }
+            Some(bytes)
+        }
+    };
+    let info = registry
+        .add(component, upload.document, upload.activate, Origin::Upload)
+        .await?;
+    Ok((StatusCode::CREATED, Json(info)).into_response())
+}
+
+/// `GET /v1/admin/policies`: every kept version, oldest first.
+pub async fn list(_: AdminOnly, State(app): State<AppState>) -> Result<Response, ApiError> {
+    let registry = registry(&app)?;
+    let data = registry.list();
+    let active = data.iter().find(|v| v.active).map(|v| v.id.clone());
+    Ok(Json(json!({ "object": "list", "active": active, "data": data })).into_response())
+}
+
+/// `POST /v1/admin/policies/{id}/activate`: make a loaded version active (also a rollback).
+pub async fn activate(
+    _: AdminOnly,
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let info = registry(&app)?.activate(&id)?;
+    Ok(Json(info).into_response())
+}
