@@ -1,0 +1,304 @@
+//! The two servers under test, started from the real `sovereign` binary as child processes:
+//! `sovereign simulate` (the upstream) and `sovereign serve` in front of it. Each announces itself
+//! with `listening on http://ADDR` on stdout; we wait for that line (with a deadline), send the
+//! rest of its stdout nowhere and its stderr to a log file, and kill the process on drop.
+
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+const START_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A started `sovereign` process.
+pub struct Server {
+    pub name: &'static str,
+    pub url: String,
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Server {
+    pub fn start(
+        name: &'static str,
+        bin: &Path,
+        args: &[&str],
+        log: PathBuf,
+        rust_log: &str,
+    ) -> anyhow::Result<Server> {
+        let stderr = std::fs::File::create(&log)
+            .with_context(|| format!("creating log file {}", log.display()))?;
+        let mut child = Command::new(bin)
+            .args(args)
+            .env("RUST_LOG", rust_log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .with_context(|| format!("starting {} {}", bin.display(), args.join(" ")))?;
+        let stdout = child.stdout.take().context("child stdout")?;
+        let (tx, rx) = mpsc::channel::<String>();
+        // Reads stdout for the whole life of the process so it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let mut server = Server {
+            name,
+            url: String::new(),
+            log,
+            child,
+        };
+        let deadline = std::time::Instant::now() + START_DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(url) = line.strip_prefix("listening on ") {
+                        server.url = url.trim().to_string();
+                        return Ok(server);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    bail!(
+                        "{name} did not print `listening on` within {START_DEADLINE:?}; see {}",
+                        server.log.display()
+                    )
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let tail = std::fs::read_to_string(&server.log).unwrap_or_default();
+                    bail!("{name} exited before listening:\n{tail}")
+                }
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails if the process has exited (e.g. crashed during a run).
+    pub fn check_alive(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!(
+                "{} exited during the benchmark ({status}); see {}",
+                self.name,
+                self.log.display()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh API key from `sovereign keygen`: (secret, config hash).
+pub fn keygen(bin: &Path) -> anyhow::Result<(String, String)> {
+    let out = Command::new(bin)
+        .arg("keygen")
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {} keygen", bin.display()))?;
+    if !out.status.success() {
+        bail!("{} keygen failed: {}", bin.display(), out.status);
+    }
+    let text = String::from_utf8(out.stdout).context("keygen output is not UTF-8")?;
+    let mut secret = None;
+    let mut hash = None;
+    for line in text.lines() {
+        if let Some(s) = line.strip_prefix("key ") {
+            secret = Some(s.trim().to_string());
+        } else if let Some(h) = line.strip_prefix("hash = ") {
+            hash = Some(h.trim().trim_matches('"').to_string());
+        }
+    }
+    match (secret, hash) {
+        (Some(s), Some(h)) => Ok((s, h)),
+        _ => bail!("unexpected keygen output:\n{text}"),
+    }
+}
+
+/// One model of the demo fleet as `sovereign simulate` serves it (host/src/simulator/fleet.rs).
+struct FleetModel {
+    id: &'static str,
+    family: &'static str,
+    kind: &'static str,
+    languages: &'static [&'static str],
+    region: &'static str,
+    local: bool,
+}
+
+const fn m(
+    id: &'static str,
+    family: &'static str,
+    kind: &'static str,
+    languages: &'static [&'static str],
+    region: &'static str,
+    local: bool,
+) -> FleetModel {
+    FleetModel {
+        id,
+        family,
+        kind,
+        languages,
+        region,
+        local,
+    }
+}
+
+const FLEET: &[FleetModel] = &[
+    m(
+        "jais-30b-chat",
+        "jais",
+        "chat",
+        &["ar", "en"],
+        "sa-riyadh-1",
+        true,
+    ),
+    m(
+        "allam-7b-instruct",
+        "allam",
+        "chat",
+        &["ar", "en"],
+        "sa-riyadh-1",
+        true,
+    ),
+    m(
+        "qwen2.5-coder-32b",
+        "qwen",
+        "chat",
+        &["en"],
+        "eu-frankfurt-1",
+        false,
+    ),
+    m(
+        "llama-3.2-3b-instruct",
+        "llama",
+        "chat",
+        &["en"],
+        "sa-riyadh-1",
+        true,
+    ),
+    m(
+        "magistral-small",
+        "mistral",
+        "chat",
+        &["fr", "en"],
+        "eu-paris-1",
+        false,
+    ),
+    m(
+        "multilingual-e5-small",
+        "e5",
+        "embedding",
+        &["ar", "en", "fr", "fa", "ur"],
+        "sa-riyadh-1",
+        true,
+    ),
+];
+
+/// The routing document of `sovereign demo` (host/src/demo.rs), for `--router`.
+pub const ROUTING: &str = "\
+name: sovereign-default
+routes:
+  - name: arabic
+    condition: \"language == 'ar'\"
+    model: jais-30b-chat
+  - name: french
+    condition: \"language == 'fr'\"
+    model: magistral-small
+  - name: small-prompts
+    condition: \"prompt_tokens < 500\"
+    model: llama-3.2-3b-instruct
+default: qwen2.5-coder-32b
+";
+
+/// A gateway config: the demo fleet at `sim_url`, one `member` key, listening on port 0; with
+/// `routing` (a path relative to the config), the built-in rules router with that document.
+pub fn gateway_config(sim_url: &str, key_hash: &str, routing: Option<&str>) -> String {
+    let mut t = String::from(
+        "# Written by sovereign-bench: the gateway in front of `sovereign simulate`.\n\
+         sovereign_id = \"bench-gw-1\"\nregion = \"sa-riyadh-1\"\ndefault_model = \"jais-30b-chat\"\n\n\
+         [server]\nlisten = \"127.0.0.1:0\"\n\n",
+    );
+    if let Some(doc) = routing {
+        let _ = writeln!(
+            t,
+            "[routing]\ndocument = \"{doc}\"\ncache_dir = \"policy-cache\"\n"
+        );
+    }
+    for FleetModel {
+        id,
+        family,
+        kind,
+        languages,
+        region,
+        local,
+    } in FLEET
+    {
+        let langs: Vec<String> = languages.iter().map(|l| format!("\"{l}\"")).collect();
+        let _ = writeln!(
+            t,
+            "[[models]]\nid = \"{id}\"\nfamily = \"{family}\"\nkind = \"{kind}\"\n\
+             languages = [{}]\nregion = \"{region}\"\nlocal = {local}\nbase_url = \"{sim_url}/v1\"\n",
+            langs.join(", ")
+        );
+    }
+    let _ = writeln!(
+        t,
+        "[[teams]]\nid = \"bench\"\nname = \"Benchmark\"\n\n\
+         [[keys]]\nname = \"bench-member\"\nteam = \"bench\"\nrole = \"member\"\nhash = \"{key_hash}\""
+    );
+    t
+}
+
+/// CPU time (user + system) a process has used so far, from `/proc/PID/stat`. Linux only; `None`
+/// elsewhere. Assumes the usual 100 clock ticks per second (`getconf CLK_TCK`).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; fields after it start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state); utime and stime are fields 14 and 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// Machine-wide CPU time so far, from the first line of `/proc/stat`: (busy, total), all cores
+/// together. With [`cpu_time`] of our three processes it tells how much other processes took
+/// during a run (a noisy neighbour makes latency figures meaningless).
+pub fn machine_cpu() -> Option<(Duration, Duration)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4)?;
+    let ticks = |t: u64| Duration::from_millis(t * 10);
+    Some((ticks(total - idle), ticks(total)))
+}
+
+/// The 1-minute load average.
+pub fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
