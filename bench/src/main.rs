@@ -163,7 +163,7 @@ fn real_main() -> anyhow::Result<()> {
     let config = dir.join("gateway.toml");
     let routing = if args.router {
         let doc = dir.join("routing.yaml");
-        std::fs::write(&doc, servers::ROUTING)
+        std::fs::write(&doc, sovereign::demo::DEMO_ROUTING)
             .with_context(|| format!("writing {}", doc.display()))?;
         Some("routing.yaml")
     } else {

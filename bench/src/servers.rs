@@ -129,101 +129,6 @@ pub fn keygen(bin: &Path) -> anyhow::Result<(String, String)> {
     }
 }
 
-/// One model of the demo fleet as `sovereign simulate` serves it (host/src/simulator/fleet.rs).
-struct FleetModel {
-    id: &'static str,
-    family: &'static str,
-    kind: &'static str,
-    languages: &'static [&'static str],
-    region: &'static str,
-    local: bool,
-}
-
-const fn m(
-    id: &'static str,
-    family: &'static str,
-    kind: &'static str,
-    languages: &'static [&'static str],
-    region: &'static str,
-    local: bool,
-) -> FleetModel {
-    FleetModel {
-        id,
-        family,
-        kind,
-        languages,
-        region,
-        local,
-    }
-}
-
-const FLEET: &[FleetModel] = &[
-    m(
-        "jais-30b-chat",
-        "jais",
-        "chat",
-        &["ar", "en"],
-        "sa-riyadh-1",
-        true,
-    ),
-    m(
-        "allam-7b-instruct",
-        "allam",
-        "chat",
-        &["ar", "en"],
-        "sa-riyadh-1",
-        true,
-    ),
-    m(
-        "qwen2.5-coder-32b",
-        "qwen",
-        "chat",
-        &["en"],
-        "eu-frankfurt-1",
-        false,
-    ),
-    m(
-        "llama-3.2-3b-instruct",
-        "llama",
-        "chat",
-        &["en"],
-        "sa-riyadh-1",
-        true,
-    ),
-    m(
-        "magistral-small",
-        "mistral",
-        "chat",
-        &["fr", "en"],
-        "eu-paris-1",
-        false,
-    ),
-    m(
-        "multilingual-e5-small",
-        "e5",
-        "embedding",
-        &["ar", "en", "fr", "fa", "ur"],
-        "sa-riyadh-1",
-        true,
-    ),
-];
-
-/// The routing document of `sovereign demo` (host/src/demo.rs), for `--router`.
-pub const ROUTING: &str = "\
-name: sovereign-default
-routes:
-  - name: arabic
-    condition: \"language == 'ar'\"
-    model: jais-30b-chat
-  - name: french
-    condition: \"language == 'fr'\"
-    model: magistral-small
-  - name: small-prompts
-    condition: \"prompt_tokens < 500\"
-    model: llama-3.2-3b-instruct
-default: qwen2.5-coder-32b
-";
-
 /// A gateway config: the demo fleet at `sim_url`, one `member` key, listening on port 0; with
 /// `routing` (a path relative to the config), the built-in rules router with that document.
 pub fn gateway_config(sim_url: &str, key_hash: &str, routing: Option<&str>) -> String {
@@ -238,21 +143,19 @@ pub fn gateway_config(sim_url: &str, key_hash: &str, routing: Option<&str>) -> S
             "[routing]\ndocument = \"{doc}\"\ncache_dir = \"policy-cache\"\n"
         );
     }
-    for FleetModel {
-        id,
-        family,
-        kind,
-        languages,
-        region,
-        local,
-    } in FLEET
-    {
-        let langs: Vec<String> = languages.iter().map(|l| format!("\"{l}\"")).collect();
+    // The fleet `sovereign simulate` serves, from the gateway crate itself, so the two agree.
+    for model in sovereign::simulator::fleet::demo_fleet() {
+        let langs: Vec<String> = model.languages.iter().map(|l| format!("\"{l}\"")).collect();
         let _ = writeln!(
             t,
-            "[[models]]\nid = \"{id}\"\nfamily = \"{family}\"\nkind = \"{kind}\"\n\
-             languages = [{}]\nregion = \"{region}\"\nlocal = {local}\nbase_url = \"{sim_url}/v1\"\n",
-            langs.join(", ")
+            "[[models]]\nid = \"{}\"\nfamily = \"{}\"\nkind = \"{}\"\n\
+             languages = [{}]\nregion = \"{}\"\nlocal = {}\nbase_url = \"{sim_url}/v1\"\n",
+            model.id,
+            model.family,
+            model.kind.as_str(),
+            langs.join(", "),
+            model.region,
+            model.local,
         );
     }
     let _ = writeln!(
