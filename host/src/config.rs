@@ -68,6 +68,9 @@ struct RawConfig {
     sovereign_id: String,
     region: String,
     default_model: String,
+    /// Where the gateway keeps its state (store, journal); relative to the config file.
+    #[serde(default = "default_data_dir")]
+    data_dir: String,
     #[serde(default)]
     server: RawServer,
     #[serde(default)]
@@ -98,6 +101,10 @@ struct RawRouting {
     /// the config file. Unset: policies are compiled at every start.
     #[serde(default)]
     cache_dir: Option<String>,
+}
+
+fn default_data_dir() -> String {
+    "data".into()
 }
 
 fn default_policy_deadline_ms() -> u64 {
@@ -205,6 +212,9 @@ pub struct Config {
     pub sovereign_id: String,
     pub region: String,
     pub default_model: ModelId,
+    /// The gateway's state directory (store, journal), resolved against the config file's
+    /// directory; created at start if absent.
+    pub data_dir: PathBuf,
     pub server: ServerConfig,
     /// In file order (the order `/v1/models` lists them).
     pub models: Vec<Arc<ModelConfig>>,
@@ -561,6 +571,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             sovereign_id: raw.sovereign_id,
             region: raw.region,
             default_model: ModelId(raw.default_model),
+            data_dir: base.join(&raw.data_dir),
             server: ServerConfig {
                 listen,
                 max_body_bytes: usize::try_from(s.max_body_bytes).unwrap_or(usize::MAX),

@@ -60,9 +60,10 @@ pub fn demo_config(
     let _ = writeln!(
         t,
         "# Written by `sovereign demo`: the gateway in front of the simulated fleet.\n\
-         sovereign_id = \"demo-riyadh-1\"\nregion = \"sa-riyadh-1\"\ndefault_model = \"jais-30b-chat\"\n\n\
+         sovereign_id = \"demo-riyadh-1\"\nregion = \"sa-riyadh-1\"\ndefault_model = \"jais-30b-chat\"\ndata_dir = {:?}\n\n\
          [server]\nlisten = \"{listen}\"\n\n\
          [routing]\ndocument = {:?}\ncache_dir = {:?}\n",
+        data_dir.display().to_string(),
         data_dir.join("routing.yaml").display().to_string(),
         data_dir.join("policy-cache").display().to_string(),
     );
