@@ -160,7 +160,9 @@ pub fn gateway_config(sim_url: &str, key_hash: &str, routing: Option<&str>) -> S
     }
     let _ = writeln!(
         t,
-        "[[teams]]\nid = \"bench\"\nname = \"Benchmark\"\n\n\
+        "[access]\nip_requests_per_minute = 0\n\n\
+         [plans.enterprise]\nrequests_per_minute = 0\nburst = 0\ntokens_per_day = 0\n\n\
+         [[teams]]\nid = \"bench\"\nname = \"Benchmark\"\nplan = \"enterprise\"\n\n\
          [[keys]]\nname = \"bench-member\"\nteam = \"bench\"\nrole = \"member\"\nhash = \"{key_hash}\""
     );
     t

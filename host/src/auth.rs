@@ -1,33 +1,21 @@
-//! API keys: their format, how they are hashed, and turning an `Authorization` header into the
-//! [`Principal`] that made the request. Secrets exist only in the response that creates them; the
-//! gateway keeps and compares SHA-256 hashes.
+//! API keys as strings: their format, how they are hashed, and reading the secret from an
+//! `Authorization` header. Secrets exist only in the response that creates them; the gateway
+//! keeps and compares SHA-256 hashes. Who a key belongs to, and whether it may call, is
+//! `access`.
 //!
 //! Key format: `sk-sov-` + 48 hex digits (192 random bits) + 8 hex digits of checksum (the first
 //! four bytes of SHA-256 over the random part), so scanners can recognise leaked keys and typos are
 //! refused before any lookup.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use http::HeaderMap;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::config::{KeyConfig, Role};
+pub use crate::access::Principal;
 
 pub const KEY_PREFIX: &str = "sk-sov-";
 const RANDOM_HEX: usize = 48;
 const CHECKSUM_HEX: usize = 8;
-
-/// Who is calling: resolved once per request by [`Keys::authenticate`].
-#[derive(Debug, Clone)]
-pub struct Principal {
-    /// Key id: the first 12 hex digits of the key's hash (safe to log and journal).
-    pub key_id: String,
-    pub key_name: String,
-    pub team_id: String,
-    pub role: Role,
-}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AuthError {
@@ -39,56 +27,38 @@ pub enum AuthError {
     BadScheme,
     #[error("Incorrect API key provided.")]
     Invalid,
+    #[error("This API key has expired.")]
+    Expired,
+    #[error("This API key has been revoked.")]
+    Revoked,
+    /// The store could not be asked (503, not 401: the key may well be valid).
+    #[error("Keys cannot be checked right now: {0}")]
+    Unavailable(String),
 }
 
-/// The keys the gateway accepts, by hash.
-#[derive(Debug, Default)]
-pub struct Keys {
-    by_hash: HashMap<[u8; 32], Arc<Principal>>,
-}
-
-impl Keys {
-    pub fn from_config(keys: &[KeyConfig]) -> Keys {
-        let by_hash = keys
-            .iter()
-            .map(|k| {
-                let principal = Principal {
-                    key_id: hex::encode(&k.hash[..6]),
-                    key_name: k.name.clone(),
-                    team_id: k.team.clone(),
-                    role: k.role,
-                };
-                (k.hash, Arc::new(principal))
-            })
-            .collect();
-        Keys { by_hash }
+/// The bearer secret of a request. Keys in the gateway's own format must carry a valid
+/// checksum (a typo is refused before any lookup); other strings are looked up as they are.
+pub fn secret_from_headers(headers: &HeaderMap) -> Result<&str, AuthError> {
+    let value = headers
+        .get(http::header::AUTHORIZATION)
+        .ok_or(AuthError::Missing)?;
+    let value = value.to_str().map_err(|_| AuthError::Invalid)?;
+    let (scheme, secret) = value.split_once(' ').ok_or(AuthError::BadScheme)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::BadScheme);
     }
-
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, AuthError> {
-        let value = headers
-            .get(http::header::AUTHORIZATION)
-            .ok_or(AuthError::Missing)?;
-        let value = value.to_str().map_err(|_| AuthError::Invalid)?;
-        let (scheme, secret) = value.split_once(' ').ok_or(AuthError::BadScheme)?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(AuthError::BadScheme);
-        }
-        let secret = secret.trim();
-        if secret.is_empty() {
-            return Err(AuthError::Missing);
-        }
-        if secret.starts_with(KEY_PREFIX) && !checksum_ok(secret) {
-            return Err(AuthError::Invalid);
-        }
-        // Lookup by hash: the map's comparisons see hashes, never the secret, so their timing
-        // tells an attacker nothing about it.
-        self.by_hash
-            .get(&hash_secret(secret))
-            .cloned()
-            .ok_or(AuthError::Invalid)
+    let secret = secret.trim();
+    if secret.is_empty() {
+        return Err(AuthError::Missing);
     }
+    if secret.len() > 512 || (secret.starts_with(KEY_PREFIX) && !checksum_ok(secret)) {
+        return Err(AuthError::Invalid);
+    }
+    Ok(secret)
 }
 
+/// The only form in which a secret is kept or compared: lookups go by this hash, so no
+/// comparison ever sees the secret and their timing tells an attacker nothing about it.
 pub fn hash_secret(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
@@ -104,6 +74,11 @@ pub fn generate_secret() -> String {
     let body = hex::encode(random);
     let check = checksum(&body);
     format!("{KEY_PREFIX}{body}{check}")
+}
+
+/// Whether `secret` is a well-formed key of the gateway's format.
+pub fn is_gateway_key(secret: &str) -> bool {
+    secret.starts_with(KEY_PREFIX) && checksum_ok(secret)
 }
 
 fn checksum(body: &str) -> String {
@@ -123,15 +98,6 @@ fn checksum_ok(secret: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn keys_with(secret: &str) -> Keys {
-        Keys::from_config(&[KeyConfig {
-            name: "k".into(),
-            team: "t".into(),
-            role: Role::Member,
-            hash: hash_secret(secret),
-        }])
-    }
-
     fn bearer(v: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(http::header::AUTHORIZATION, v.parse().unwrap());
@@ -145,7 +111,7 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with(KEY_PREFIX));
         assert_eq!(a.len(), KEY_PREFIX.len() + RANDOM_HEX + CHECKSUM_HEX);
-        assert!(checksum_ok(&a));
+        assert!(is_gateway_key(&a));
         let mut typo = a.clone().into_bytes();
         let i = KEY_PREFIX.len() + 3;
         typo[i] = if typo[i] == b'0' { b'1' } else { b'0' };
@@ -153,26 +119,34 @@ mod tests {
     }
 
     #[test]
-    fn authenticates_only_the_configured_key() {
+    fn reads_bearer_secrets_and_refuses_the_rest() {
         let secret = generate_secret();
-        let keys = keys_with(&secret);
-        let p = keys
-            .authenticate(&bearer(&format!("Bearer {secret}")))
-            .unwrap();
-        assert_eq!(p.team_id, "t");
         assert_eq!(
-            keys.authenticate(&bearer(&format!("Bearer {}", generate_secret())))
-                .unwrap_err(),
-            AuthError::Invalid
+            secret_from_headers(&bearer(&format!("Bearer {secret}"))),
+            Ok(secret.as_str())
         );
         assert_eq!(
-            keys.authenticate(&HeaderMap::new()).unwrap_err(),
-            AuthError::Missing
+            secret_from_headers(&bearer(&format!("bearer  {secret} "))),
+            Ok(secret.as_str())
         );
         assert_eq!(
-            keys.authenticate(&bearer(&format!("Basic {secret}")))
-                .unwrap_err(),
-            AuthError::BadScheme
+            secret_from_headers(&HeaderMap::new()),
+            Err(AuthError::Missing)
+        );
+        assert_eq!(
+            secret_from_headers(&bearer(&format!("Basic {secret}"))),
+            Err(AuthError::BadScheme)
+        );
+        let typo = format!("{}0", &secret[..secret.len() - 1]);
+        if typo != secret {
+            assert_eq!(
+                secret_from_headers(&bearer(&format!("Bearer {typo}"))),
+                Err(AuthError::Invalid)
+            );
+        }
+        assert_eq!(
+            secret_from_headers(&bearer(&format!("Bearer {}", "x".repeat(600)))),
+            Err(AuthError::Invalid)
         );
     }
 }

@@ -81,6 +81,98 @@ struct RawConfig {
     keys: Vec<RawKey>,
     #[serde(default)]
     routing: Option<RawRouting>,
+    #[serde(default)]
+    access: RawAccess,
+    #[serde(default)]
+    plans: RawPlans,
+    #[serde(default)]
+    budgets: RawBudgets,
+}
+
+/// `[access]`: who may call from where, and how often.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawAccess {
+    /// CIDRs of reverse proxies whose `X-Forwarded-For` is believed; empty: the client address
+    /// is always the socket peer.
+    trusted_proxies: Vec<String>,
+    /// Per client address, before authentication; 0 turns the per-address limit off.
+    ip_requests_per_minute: u32,
+    ip_burst: u32,
+    /// How long a rotated key keeps working unless the rotate call says otherwise.
+    rotation_grace_seconds: u64,
+}
+
+impl Default for RawAccess {
+    fn default() -> Self {
+        RawAccess {
+            trusted_proxies: Vec::new(),
+            ip_requests_per_minute: 60_000,
+            ip_burst: 5_000,
+            rotation_grace_seconds: 3_600,
+        }
+    }
+}
+
+/// `[plans.<name>]`: a plan's defaults; 0 means unlimited.
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    requests_per_minute: u32,
+    burst: u32,
+    tokens_per_day: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawPlans {
+    development: RawPlan,
+    professional: RawPlan,
+    enterprise: RawPlan,
+}
+
+impl Default for RawPlans {
+    fn default() -> Self {
+        RawPlans {
+            development: RawPlan {
+                requests_per_minute: 60,
+                burst: 20,
+                tokens_per_day: 200_000,
+            },
+            professional: RawPlan {
+                requests_per_minute: 600,
+                burst: 100,
+                tokens_per_day: 5_000_000,
+            },
+            enterprise: RawPlan {
+                requests_per_minute: 6_000,
+                burst: 1_000,
+                tokens_per_day: 0,
+            },
+        }
+    }
+}
+
+/// `[budgets]`: money.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawBudgets {
+    /// The currency model prices are in and budgets are counted in (ISO 4217 code).
+    currency: String,
+    /// Percentages of a budget whose crossing emits a `cost.threshold` event.
+    thresholds: Vec<u32>,
+    /// Completion tokens reserved for a request that gives no `max_tokens`.
+    default_max_tokens: u32,
+}
+
+impl Default for RawBudgets {
+    fn default() -> Self {
+        RawBudgets {
+            currency: "USD".into(),
+            thresholds: vec![50, 80, 100],
+            default_max_tokens: 4_096,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -192,6 +284,8 @@ struct RawTeam {
     id: String,
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    plan: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -222,6 +316,60 @@ pub struct Config {
     pub keys: Vec<KeyConfig>,
     /// The router policy; `None` sends `auto-router` to the default model.
     pub routing: Option<RoutingConfig>,
+    pub access: AccessConfig,
+    pub plans: Plans,
+    pub budgets: BudgetsConfig,
+}
+
+/// Who may call from where, and how often (`[access]`).
+#[derive(Debug, Clone)]
+pub struct AccessConfig {
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Per client address; `None` when off.
+    pub ip_limit: Option<RateLimit>,
+    pub rotation_grace: Duration,
+}
+
+/// A request rate: `per_minute` sustained, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub per_minute: std::num::NonZeroU32,
+    pub burst: std::num::NonZeroU32,
+}
+
+/// A plan's defaults for its teams and their keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanLimits {
+    /// Per key; `None`: unlimited.
+    pub rate: Option<RateLimit>,
+    /// Per key and per team, unless they set their own; `None`: unlimited.
+    pub tokens_per_day: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Plans {
+    pub development: PlanLimits,
+    pub professional: PlanLimits,
+    pub enterprise: PlanLimits,
+}
+
+impl Plans {
+    pub fn get(&self, plan: crate::store::Plan) -> PlanLimits {
+        match plan {
+            crate::store::Plan::Development => self.development,
+            crate::store::Plan::Professional => self.professional,
+            crate::store::Plan::Enterprise => self.enterprise,
+        }
+    }
+}
+
+/// `[budgets]`.
+#[derive(Debug, Clone)]
+pub struct BudgetsConfig {
+    pub currency: String,
+    /// Ascending percentages, each 1..=1000.
+    pub thresholds: Vec<u32>,
+    pub default_max_tokens: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -282,6 +430,7 @@ pub struct UpstreamTimeouts {
 pub struct TeamConfig {
     pub id: String,
     pub name: String,
+    pub plan: crate::store::Plan,
 }
 
 #[derive(Debug, Clone)]
@@ -486,7 +635,18 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
                 &format!("duplicate of teams[{j}].id"),
             );
         }
+        let plan = match t.plan.as_deref() {
+            None => crate::store::Plan::default(),
+            Some(p) => crate::store::Plan::parse(p).unwrap_or_else(|| {
+                err(
+                    format!("teams[{i}].plan"),
+                    "must be `development`, `professional` or `enterprise`",
+                );
+                crate::store::Plan::default()
+            }),
+        };
         teams.push(TeamConfig {
+            plan,
             name: t.name.unwrap_or_else(|| t.id.clone()),
             id: t.id,
         });
@@ -566,6 +726,55 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         routing
     });
 
+    let a = &raw.access;
+    let mut trusted_proxies = Vec::new();
+    for (i, c) in a.trusted_proxies.iter().enumerate() {
+        match parse_cidr(c) {
+            Some(net) => trusted_proxies.push(net),
+            None => err(
+                format!("access.trusted_proxies[{i}]"),
+                "must be an IPv4/IPv6 address or CIDR such as 10.0.0.0/8",
+            ),
+        }
+    }
+    let access = AccessConfig {
+        trusted_proxies,
+        ip_limit: rate_limit(a.ip_requests_per_minute, a.ip_burst),
+        rotation_grace: Duration::from_secs(a.rotation_grace_seconds),
+    };
+    let plan = |p: RawPlan| PlanLimits {
+        rate: rate_limit(p.requests_per_minute, p.burst),
+        tokens_per_day: (p.tokens_per_day > 0).then_some(p.tokens_per_day),
+    };
+    let plans = Plans {
+        development: plan(raw.plans.development),
+        professional: plan(raw.plans.professional),
+        enterprise: plan(raw.plans.enterprise),
+    };
+    let b = raw.budgets;
+    if b.currency.len() != 3 || !b.currency.bytes().all(|c| c.is_ascii_uppercase()) {
+        err(
+            "budgets.currency".into(),
+            "must be a three-letter ISO 4217 code such as USD",
+        );
+    }
+    if b.thresholds.iter().any(|t| *t == 0 || *t > 1_000)
+        || b.thresholds.windows(2).any(|w| w[0] >= w[1])
+    {
+        err(
+            "budgets.thresholds".into(),
+            "must be ascending percentages between 1 and 1000",
+        );
+    }
+    if b.default_max_tokens == 0 {
+        err("budgets.default_max_tokens".into(), "must be at least 1");
+    }
+    let budgets = BudgetsConfig {
+        currency: b.currency,
+        thresholds: b.thresholds,
+        default_max_tokens: b.default_max_tokens,
+    };
+
     match listen {
         Some(listen) if errors.is_empty() => Ok(Config {
             sovereign_id: raw.sovereign_id,
@@ -584,6 +793,9 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             teams,
             keys,
             routing,
+            access,
+            plans,
+            budgets,
         }),
         _ => Err(ConfigErrors(errors)),
     }
@@ -606,6 +818,22 @@ fn with_trailing_slash(mut u: Url) -> Url {
         u.set_path(&p);
     }
     u
+}
+
+/// `requests_per_minute`, `burst` as written; 0 for either means no limit.
+fn rate_limit(per_minute: u32, burst: u32) -> Option<RateLimit> {
+    Some(RateLimit {
+        per_minute: std::num::NonZeroU32::new(per_minute)?,
+        burst: std::num::NonZeroU32::new(burst)?,
+    })
+}
+
+/// A CIDR, or a bare address meaning just that address.
+pub fn parse_cidr(s: &str) -> Option<ipnet::IpNet> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .ok()
+        .or_else(|| s.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
 }
 
 fn parse_key_hash(s: &str) -> Option<[u8; 32]> {

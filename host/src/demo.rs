@@ -70,7 +70,10 @@ pub fn demo_config(
     for m in demo_fleet() {
         write_model(&mut t, &m, fleet_url);
     }
-    let _ = writeln!(t, "[[teams]]\nid = \"demo\"\nname = \"Demo team\"\n");
+    let _ = writeln!(
+        t,
+        "[[teams]]\nid = \"demo\"\nname = \"Demo team\"\nplan = \"enterprise\"\n"
+    );
     for (name, role, secret) in &keys.keys {
         let _ = writeln!(
             t,

@@ -2,9 +2,12 @@
 //! infrastructure the customer controls. The binary (`main.rs`) parses the command line, prepares
 //! a [`Gateway`] (policies loaded, tokenizer built) and serves it; tests do the same on port 0.
 
+pub mod access;
 pub mod auth;
+pub mod budget;
 pub mod config;
 pub mod demo;
+pub mod events;
 pub mod facts;
 pub mod http;
 pub mod journal;
@@ -40,13 +43,59 @@ impl Gateway {
         Ok(Gateway { state, opts })
     }
 
+    /// [`Gateway::new`] with test doubles (clocks).
+    pub async fn with_parts(config: Config, parts: http::Parts) -> anyhow::Result<Gateway> {
+        let opts = ServeOptions {
+            max_connections: config.server.max_connections,
+            header_read_timeout: config.server.header_read_timeout,
+            shutdown_grace: config.server.shutdown_grace,
+        };
+        let state = http::AppState::with_parts(config, parts).await?;
+        Ok(Gateway { state, opts })
+    }
+
+    /// The admin key start-up created because the store had none: show it once, then forget it.
+    pub fn take_bootstrap_admin_secret(&self) -> Option<String> {
+        self.state
+            .0
+            .bootstrap_admin_secret
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// The shared state (tests subscribe to its events).
+    pub fn state(&self) -> &http::AppState {
+        &self.state
+    }
+
     /// Serves on `listener` until `shutdown` resolves, then drains in-flight requests.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
-        serve(listener, http::router(self.state), self.opts, shutdown).await?;
+        let upkeep = tokio::spawn({
+            let state = self.state.clone();
+            async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+                loop {
+                    tick.tick().await;
+                    state.0.access.prune();
+                }
+            }
+        });
+        let result = serve(
+            listener,
+            http::router(self.state.clone()),
+            self.opts,
+            shutdown,
+        )
+        .await;
+        upkeep.abort();
+        // Drained: every settled charge is committed before the process may exit.
+        self.state.0.budgets.charger().flush().await;
+        result?;
         Ok(())
     }
 }

@@ -160,6 +160,13 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
             let listener = bind(config.server.listen).await?;
             let shutdown = shutdown_signal();
             let gateway = Gateway::new(config).await?;
+            if let Some(secret) = gateway.take_bootstrap_admin_secret() {
+                let mut out = std::io::stdout().lock();
+                writeln!(
+                    out,
+                    "The store had no admin key; created one. It is shown only now:\nkey admin {secret}"
+                )?;
+            }
             announce(&listener)?;
             gateway.serve(listener, shutdown).await
         }

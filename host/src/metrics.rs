@@ -15,11 +15,25 @@ pub struct Metrics {
     pub streams_client_gone: AtomicU64,
     pub streams_upstream_failed: AtomicU64,
     pub upstream_errors_total: AtomicU64,
+    pub rate_limited_total: AtomicU64,
+    pub budget_refused_total: AtomicU64,
 }
 
 impl Metrics {
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, &AtomicU64); 8] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 10] = [
+            (
+                "sovereign_rate_limited_total",
+                "counter",
+                "Requests refused by a request-rate or token limit (429)",
+                &self.rate_limited_total,
+            ),
+            (
+                "sovereign_budget_refused_total",
+                "counter",
+                "Requests refused because a budget could not cover them (429 insufficient_quota)",
+                &self.budget_refused_total,
+            ),
             (
                 "sovereign_requests_total",
                 "counter",

@@ -129,6 +129,18 @@ def toml_value(v) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# No request-rate limits (tests of the limits set their own).
+UNLIMITED = """
+[access]
+ip_requests_per_minute = 0
+
+[plans.enterprise]
+requests_per_minute = 0
+burst = 0
+tokens_per_day = 0
+"""
+
+
 def gateway_config(
     models: list[dict],
     keys: dict[str, tuple[str, str]],
@@ -137,9 +149,12 @@ def gateway_config(
     sovereign_id: str = "test-gw-1",
     region: str = "sa-riyadh-1",
     routing: dict | None = None,
+    team_plan: str = "enterprise",
+    extra: str = UNLIMITED,
 ) -> str:
     """Renders a gateway config. `models` are dicts of model fields (base_url included);
-    `keys` maps a key name to (role, hash)."""
+    `keys` maps a key name to (role, hash). `extra` is TOML appended as is: by default it lifts
+    the request-rate limits, so tests that are not about limits never meet them."""
     lines = [f"sovereign_id = {toml_value(sovereign_id)}", f"region = {toml_value(region)}",
              f"default_model = {toml_value(default_model)}", "", "[server]",
              'listen = "127.0.0.1:0"']
@@ -149,11 +164,11 @@ def gateway_config(
         lines += ["", "[routing]"] + [f"{k} = {toml_value(v)}" for k, v in routing.items()]
     for m in models:
         lines += ["", "[[models]]"] + [f"{k} = {toml_value(v)}" for k, v in m.items()]
-    lines += ["", "[[teams]]", 'id = "t1"']
+    lines += ["", "[[teams]]", 'id = "t1"', f"plan = {toml_value(team_plan)}"]
     for name, (role, hash_) in keys.items():
         lines += ["", "[[keys]]", f"name = {toml_value(name)}", 'team = "t1"',
                   f"role = {toml_value(role)}", f"hash = {toml_value(hash_)}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + extra
 
 
 def fleet_models(sim_url: str, **overrides) -> list[dict]:

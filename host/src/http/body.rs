@@ -91,3 +91,16 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
         )))
     }
 }
+
+/// A JSON body read under the server's limits and decoded into `T` (whose serde attributes
+/// refuse unknown fields); a decoding failure is a 400 naming `what` and serde's reason.
+pub async fn read_json<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+    server: &ServerConfig,
+    what: &str,
+) -> Result<T, ApiError> {
+    let map = read_json_object(headers, body, server).await?;
+    serde_json::from_value(Value::Object(map))
+        .map_err(|e| ApiError::bad_request(format!("Invalid {what}: {e}.")))
+}

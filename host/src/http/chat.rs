@@ -3,12 +3,16 @@
 //! 1. read and validate the body (`body`, `validate`);
 //! 2. facts: language, prompt tokens, routing hints (`facts`);
 //! 3. route: an explicit model, or the router policy's choice (`routing`);
-//! 4. call the upstream (`upstream`), asking for usage in streams;
-//! 5. answer: relay the stream event by event, or rewrite the JSON answer, so the client sees the
-//!    gateway's request id and the id of the model that served.
+//! 4. budget: reserve the worst case on the team and the key (`budget`, 429 when it cannot);
+//! 5. call the upstream (`upstream`), asking for usage in streams;
+//! 6. answer: relay the stream event by event, or rewrite the JSON answer, so the client sees the
+//!    gateway's request id and the id of the model that served; settle the reservation at the
+//!    real usage (counted with the tokenizer when the upstream reports none), abandoned streams
+//!    included.
 //!
-//! Authentication ran before this (middleware). Later phases (guardrails, limits, budgets, the
-//! journal) slot in between these steps in the order ARCHITECTURE.md gives.
+//! Authentication, the key's address allow-list, rate and token limits ran before this
+//! (middleware). Later phases (guardrails) slot in between these steps in the order
+//! ARCHITECTURE.md gives.
 
 use std::sync::Arc;
 
@@ -22,8 +26,9 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::validate::ChatRequest;
-use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body};
+use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, spend};
 use crate::auth::Principal;
+use crate::budget::Reservation;
 use crate::config::ModelKind;
 use crate::facts;
 use crate::metrics::Metrics;
@@ -48,11 +53,12 @@ pub async fn chat_completions(
         .map(|v| v.as_bytes());
     let facts = app.0.facts.extract(&request.body, classification)?;
     facts::strip_gateway_fields(&mut request.body);
+    let actor = spend::actor(&request.body, &headers, &principal);
     let route_facts = facts.route_facts(RouteFacts {
         request_id: ctx.id.to_string(),
         team_id: principal.team_id.clone(),
         key_id: principal.key_id.clone(),
-        actor_id: actor_id(&request, &principal),
+        actor_id: actor.clone(),
         ..RouteFacts::default()
     });
 
@@ -63,8 +69,21 @@ pub async fn chat_completions(
         .route(&app.0.config, &route_facts, ModelKind::Chat)
         .await?;
 
-    // 4 and 5, with the route's headers on whatever comes back.
-    let mut response = match forward(&app, &ctx, request, &route).await {
+    // 4. Budget: the worst case is held until the answer settles it.
+    let max_out = spend::max_completion_tokens(&request.body, app.0.budgets.default_max_tokens());
+    let reservation = spend::reserve(
+        &app,
+        &ctx,
+        &principal,
+        actor,
+        &route.model,
+        u64::from(facts.prompt_tokens),
+        max_out,
+    )
+    .await?;
+
+    // 5 and 6, with the route's headers on whatever comes back.
+    let mut response = match forward(&app, &ctx, request, &route, reservation).await {
         Ok(r) => r,
         Err(e) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
@@ -76,27 +95,28 @@ pub async fn chat_completions(
     Ok(response)
 }
 
-/// Who the request is for: the body's `user`, else the key.
-fn actor_id(request: &ChatRequest, principal: &Principal) -> String {
-    match request.body.get("user").and_then(Value::as_str) {
-        Some(user) if !user.is_empty() => user.chars().take(256).collect(),
-        _ => principal.key_id.clone(),
-    }
-}
-
 async fn forward(
     app: &AppState,
     ctx: &RequestCtx,
     request: ChatRequest,
     route: &Route,
+    reservation: Reservation,
 ) -> Result<Response, ApiError> {
     let model = &route.model;
     let upstream_body = upstream_body(request.body, &model.upstream_model, request.stream)?;
-    let exchange = app
+    let exchange = match app
         .0
         .upstreams
         .post(model, Endpoint::ChatCompletions, upstream_body)
-        .await?;
+        .await
+    {
+        Ok(x) => x,
+        Err(e) => {
+            // Refused, failed or timed out before answering: nothing billable came back.
+            reservation.release();
+            return Err(e.into());
+        }
+    };
 
     if request.stream {
         let metrics = app.0.metrics.clone();
@@ -110,7 +130,17 @@ async fn forward(
             error_body: |e| ApiError::from(e).body(),
         };
         let request_id = ctx.id.clone();
+        let app = app.clone();
         let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
+            // Charged however the stream ended: the upstream's usage, else counted.
+            let (tokens_in, tokens_out) = match summary.usage {
+                Some(u) => (u.prompt_tokens, u.completion_tokens),
+                None => (
+                    reservation.prompt_tokens(),
+                    u64::from(app.0.facts.tokens().count(&summary.text)),
+                ),
+            };
+            reservation.settle_now(tokens_in, tokens_out);
             Metrics::dec(&metrics.streams_active);
             let counter = match &summary.outcome {
                 StreamOutcome::Completed => &metrics.streams_completed,
@@ -131,8 +161,15 @@ async fn forward(
             .into_response());
     }
 
-    let mut answer = app.0.upstreams.read_json(model, exchange).await?;
+    let mut answer = match app.0.upstreams.read_json(model, exchange).await {
+        Ok(a) => a,
+        Err(e) => {
+            reservation.release();
+            return Err(e.into());
+        }
+    };
     let Some(obj) = answer.as_object_mut() else {
+        reservation.release();
         return Err(ApiError::from(crate::upstream::UpstreamError::Protocol {
             model: model.id.clone(),
             detail: "the answer is not a JSON object".into(),
@@ -141,8 +178,33 @@ async fn forward(
     obj.insert("id".into(), Value::String(ctx.id.to_string()));
     obj.insert("model".into(), Value::String(model.id.0.clone()));
     let usage = Usage::from_json(&answer);
+    let (tokens_in, tokens_out) = match usage {
+        Some(u) => (u.prompt_tokens, u.completion_tokens),
+        None => (
+            reservation.prompt_tokens(),
+            u64::from(app.0.facts.tokens().count(&completion_text(&answer))),
+        ),
+    };
+    // Durable (group commit) before the answer leaves.
+    reservation.settle(tokens_in, tokens_out).await;
     tracing::debug!(request_id = %ctx.id, ?usage, "answered");
     Ok(axum::Json(answer).into_response())
+}
+
+/// The text of every choice of a non-streamed answer (to count when usage is missing).
+fn completion_text(answer: &Value) -> String {
+    let mut text = String::new();
+    for c in answer
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(t) = c.pointer("/message/content").and_then(Value::as_str) {
+            text.push_str(t);
+        }
+    }
+    text
 }
 
 /// The client's body with the upstream's model name, and (when streaming) usage requested so the

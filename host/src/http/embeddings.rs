@@ -1,5 +1,6 @@
-//! `POST /v1/embeddings`: validated, routed to an embedding model, proxied, and answered in the
-//! convention's shape with the gateway's model id.
+//! `POST /v1/embeddings`: validated, routed to an embedding model, charged (the input's tokens
+//! reserved, settled at the upstream's usage), proxied, and answered in the convention's shape
+//! with the gateway's model id.
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use serde_json::Value;
 use super::chat::{encode_body, set_route_headers};
 use super::error::ApiError;
 use super::validate::EmbeddingsRequest;
-use super::{AppState, body};
+use super::{AppState, RequestCtx, body, spend};
 use crate::auth::Principal;
 use crate::config::ModelKind;
 use crate::metrics::Metrics;
@@ -22,6 +23,7 @@ use crate::upstream::Endpoint;
 
 pub async fn embeddings(
     State(app): State<AppState>,
+    Extension(ctx): Extension<RequestCtx>,
     Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     body: Body,
@@ -40,6 +42,9 @@ pub async fn embeddings(
         .route(&app.0.config, &facts, ModelKind::Embedding)
         .await?;
     let model = &route.model;
+    let input_tokens = input_tokens(&app, request.body.get("input"));
+    let actor = spend::actor(&request.body, &headers, &principal);
+    let reservation = spend::reserve(&app, &ctx, &principal, actor, model, input_tokens, 0).await?;
     request
         .body
         .insert("model".into(), Value::String(model.upstream_model.clone()));
@@ -55,12 +60,18 @@ pub async fn embeddings(
     .await;
     let mut response = match result {
         Ok(mut answer) => {
+            let tokens = answer
+                .pointer("/usage/prompt_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(input_tokens);
             if let Some(obj) = answer.as_object_mut() {
                 obj.insert("model".into(), Value::String(model.id.0.clone()));
             }
+            reservation.settle(tokens, 0).await;
             Json(answer).into_response()
         }
         Err(e) => {
+            reservation.release();
             Metrics::inc(&app.0.metrics.upstream_errors_total);
             ApiError::from(e).into_response()
         }
@@ -68,4 +79,22 @@ pub async fn embeddings(
     set_route_headers(response.headers_mut(), &route);
     tracing::debug!(key = %principal.key_id, model = %model.id, "embeddings");
     Ok(response)
+}
+
+/// Tokens of an embeddings `input`: text counted with the tokenizer, token arrays by length.
+fn input_tokens(app: &AppState, input: Option<&Value>) -> u64 {
+    let count = |v: &Value| -> u64 {
+        match v {
+            Value::String(s) => u64::from(app.0.facts.tokens().count(s)),
+            Value::Array(a) => a.len() as u64,
+            _ => 0,
+        }
+    };
+    match input {
+        Some(Value::Array(items)) if items.iter().any(|i| !i.is_number()) => {
+            items.iter().map(count).sum()
+        }
+        Some(v) => count(v),
+        None => 0,
+    }
 }

@@ -9,7 +9,9 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::json;
 
+use crate::access::Refusal;
 use crate::auth::AuthError;
+use crate::budget::BudgetError;
 use crate::facts::FactsError;
 use crate::routing::RoutingError;
 use crate::routing::registry::RegistryError;
@@ -93,18 +95,132 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let no_retry = self.kind == "insufficient_quota";
+        let mut res = (self.status, Json(self.body())).into_response();
+        if no_retry {
+            // The SDKs retry 429s by default; an exhausted budget does not come back by waiting.
+            res.headers_mut().insert(
+                http::HeaderName::from_static("x-should-retry"),
+                http::HeaderValue::from_static("false"),
+            );
+        }
+        res
     }
 }
 
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
+        let message = e.to_string();
+        match e {
+            AuthError::Unavailable(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", message)
+                    .with_code("store_unavailable")
+            }
+            AuthError::Expired => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
+                    .with_code("expired_api_key")
+            }
+            AuthError::Revoked => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
+                    .with_code("revoked_api_key")
+            }
+            _ => ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
+                .with_code("invalid_api_key"),
+        }
+    }
+}
+
+impl ApiError {
+    /// 403 `permission_error`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
+            .with_code("insufficient_permissions")
+    }
+
+    /// 429 `rate_limit_exceeded` (the `Retry-After` and `X-RateLimit-*` headers are added by
+    /// whoever knows the limiter's state).
+    pub fn rate_limited(message: impl Into<String>) -> Self {
         ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            e.to_string(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+            message,
         )
-        .with_code("invalid_api_key")
+        .with_code("rate_limit_exceeded")
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Address(ip) => ApiError::forbidden(format!(
+                "This key may not be used from the address {ip}."
+            ))
+            .with_code("ip_not_allowed"),
+            Refusal::Rate(s) => ApiError::rate_limited(format!(
+                "Rate limit reached: {} requests per minute for this key. Retry after {} s.",
+                s.limit,
+                s.retry_after.map_or(1, crate::access::limits::retry_after_secs)
+            )),
+            Refusal::Tokens(q) => ApiError::rate_limited(format!(
+                "Token quota reached: {} of {} tokens per day used by {}. It resets at midnight UTC.",
+                q.used,
+                q.cap,
+                q.scope.describe()
+            ))
+            .with_code("tokens_per_day_exceeded"),
+        }
+    }
+}
+
+impl From<BudgetError> for ApiError {
+    fn from(e: BudgetError) -> Self {
+        match e {
+            BudgetError::Insufficient(i) => {
+                let (kind, id) = match &i.scope {
+                    crate::store::BudgetScope::Team(t) => ("team", t.0.clone()),
+                    crate::store::BudgetScope::Key(k) => ("key", k.0.clone()),
+                };
+                ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "insufficient_quota",
+                    format!(
+                        "The {kind} {id} has not enough budget left for this request: it needs up \
+                         to {:.6} and {:.6} remains. Lower max_tokens or raise the budget.",
+                        crate::budget::units(i.needed),
+                        crate::budget::units(i.remaining)
+                    ),
+                )
+                .with_code("insufficient_quota")
+            }
+            BudgetError::Unavailable(m) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", m)
+                    .with_code("store_unavailable")
+            }
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        use crate::store::StoreError as S;
+        let message = e.to_string();
+        match e {
+            S::TeamNotFound(_) | S::KeyNotFound(_) => ApiError::not_found(message),
+            S::Invalid { field, .. } => ApiError::invalid(field, message),
+            S::KeyNotRotatable(..) => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_request_error", message)
+                    .with_code("key_not_rotatable")
+            }
+            _ => {
+                tracing::error!(error = %message, "store call failed");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "server_error",
+                    "The gateway's store failed; the change was not made.",
+                )
+                .with_code("store_unavailable")
+            }
+        }
     }
 }
 

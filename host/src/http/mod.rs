@@ -7,26 +7,37 @@ mod body;
 mod chat;
 mod embeddings;
 pub mod error;
+mod keys;
 mod models;
+mod params;
 pub mod serve;
+mod spend;
+mod teams;
+mod usage;
 mod validate;
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderName, HeaderValue, StatusCode};
 use tokio::time::Instant;
 
-use crate::auth::Keys;
-use crate::config::Config;
+use crate::access::limits::X_RATELIMIT_LIMIT;
+use crate::access::{Access, CachedKey, LimitClock};
+use crate::auth::Principal;
+use crate::budget::{Budgets, Charger};
+use crate::config::{Config, Role};
+use crate::events::Events;
 use crate::facts::FactsEngine;
 use crate::metrics::Metrics;
 use crate::routing;
+use crate::store::{Clock, Store, SystemClock};
 use crate::upstream::Upstreams;
 use error::ApiError;
 
@@ -41,7 +52,10 @@ pub struct AppState(pub Arc<Inner>);
 
 pub struct Inner {
     pub config: Config,
-    pub keys: Keys,
+    pub store: Arc<dyn Store>,
+    pub access: Access,
+    pub budgets: Arc<Budgets>,
+    pub events: Events,
     pub facts: FactsEngine,
     pub router: routing::Router,
     pub upstreams: Upstreams,
@@ -49,13 +63,62 @@ pub struct Inner {
     pub sovereign_id: HeaderValue,
     /// Unix time the gateway started (the `created` of listed models).
     pub started_unix: u64,
+    /// Set when start-up created the first admin key: shown to the operator once.
+    pub bootstrap_admin_secret: std::sync::Mutex<Option<String>>,
+    /// Held while the gateway runs: one gateway per data directory.
+    _data_lock: std::fs::File,
+}
+
+/// What [`AppState::with_parts`] can be given instead of the real thing (tests).
+pub struct Parts {
+    pub clock: Arc<dyn Clock>,
+    pub limit_clock: LimitClock,
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts {
+            clock: Arc::new(SystemClock),
+            limit_clock: LimitClock::real(),
+        }
+    }
 }
 
 impl AppState {
     /// Builds everything the handlers share; loads the router policy (compiled, checked and
     /// smoke-called) and the facts engine (tokenizer, language models) before serving.
     pub async fn new(config: Config) -> anyhow::Result<AppState> {
-        let keys = Keys::from_config(&config.keys);
+        AppState::with_parts(config, Parts::default()).await
+    }
+
+    pub async fn with_parts(config: Config, parts: Parts) -> anyhow::Result<AppState> {
+        let data_lock = lock_data_dir(&config.data_dir)?;
+        let store: Arc<dyn Store> = Arc::new(
+            crate::store::sqlite::SqliteStore::open(
+                &config.data_dir.join("sovereign.db"),
+                parts.clock.clone(),
+            )
+            .await?,
+        );
+        let bootstrap = crate::access::bootstrap::run(store.as_ref(), &config).await?;
+        let access = Access::new(
+            store.clone(),
+            parts.clock.clone(),
+            parts.limit_clock,
+            config.access.clone(),
+            config.plans,
+        )
+        .await?;
+        let events = Events::default();
+        let (charger, _writer) = Charger::start(store.clone());
+        let budgets = Arc::new(Budgets::new(
+            store.clone(),
+            charger,
+            access.quota.clone(),
+            events.clone(),
+            config.budgets.clone(),
+            parts.clock,
+        ));
         let router = routing::Router::from_config(&config).await?;
         let facts = tokio::task::spawn_blocking({
             let config = config.clone();
@@ -70,16 +133,50 @@ impl AppState {
             .unwrap_or(0);
         Ok(AppState(Arc::new(Inner {
             config,
-            keys,
+            store,
+            access,
+            budgets,
+            events,
             facts,
             router,
             upstreams,
             metrics: Arc::new(Metrics::default()),
             sovereign_id,
             started_unix,
+            bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),
+            _data_lock: data_lock,
         })))
     }
 }
+
+/// Creates the data directory and takes an exclusive lock on `LOCK` in it: two gateways on one
+/// store would each keep budget counters the other cannot see.
+fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    let path = dir.join("LOCK");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another gateway is using the data directory {} (one gateway per data_dir)",
+            dir.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", path.display()))
+        }
+    }
+}
+
+/// The client's address as `access` resolved it (socket peer, or behind trusted proxies).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientIp(pub IpAddr);
 
 /// What the phases of one request share: filled in by the middleware, read by handlers.
 #[derive(Debug, Clone)]
@@ -97,16 +194,42 @@ pub struct RequestCtx {
 ///
 /// Body size and read-time limits are applied where bodies are read (`body::read_json_object`).
 pub fn router(state: AppState) -> Router {
-    let authenticated = Router::new()
+    // Route groups by who may call them (admin may call everything).
+    let inference = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/embeddings", post(embeddings::embeddings))
+        .route_layer(middleware::from_fn(|req, next| {
+            require(&[Role::Member], req, next)
+        }));
+    let catalog = Router::new()
         .route("/v1/models", get(models::list_models))
-        .route("/v1/models/{id}", get(models::get_model))
-        // Admin only ([`admin::AdminOnly`] in each handler's signature).
+        .route("/v1/models/{id}", get(models::get_model));
+    let reading = Router::new()
+        .route("/v1/admin/usage", get(usage::usage))
+        .route_layer(middleware::from_fn(|req, next| {
+            require(&[Role::Auditor], req, next)
+        }));
+    let admin = Router::new()
         .route("/v1/admin/policies", get(admin::list).post(admin::upload))
         .route("/v1/admin/policies/{id}/activate", post(admin::activate))
+        .route("/v1/admin/teams", get(teams::list).post(teams::create))
+        .route(
+            "/v1/admin/teams/{id}",
+            get(teams::get).patch(teams::update).delete(teams::delete),
+        )
+        .route("/v1/admin/keys", get(keys::list).post(keys::create))
+        .route("/v1/admin/keys/{id}", get(keys::get))
+        .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
+        .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
+        .route_layer(middleware::from_fn(|req, next| require(&[], req, next)));
+    let authenticated = Router::new()
+        .merge(inference)
+        .merge(catalog)
+        .merge(reading)
+        .merge(admin)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(middleware::from_fn_with_state(state.clone(), admit))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -142,16 +265,98 @@ async fn request_context(State(app): State<AppState>, mut req: Request, next: Ne
     res
 }
 
+/// Per-address rate limit, then the key (401). Unauthenticated requests stop here, so they are
+/// neither journaled nor counted against any key.
 async fn authenticate(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    match app.0.keys.authenticate(req.headers()) {
-        Ok(principal) => {
-            req.extensions_mut().insert(principal);
-            next.run(req).await
+    let access = &app.0.access;
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
+    let ip = access.client_ip(peer, req.headers());
+    let address = access.check_address(ip);
+    let mut res = match address {
+        Some(s) if !s.allowed() => {
+            Metrics::inc(&app.0.metrics.rate_limited_total);
+            ApiError::rate_limited(format!(
+                "Too many requests from {ip}: {} per minute. Retry after {} s.",
+                s.limit,
+                s.retry_after
+                    .map_or(1, crate::access::limits::retry_after_secs)
+            ))
+            .into_response()
         }
-        Err(e) => {
-            Metrics::inc(&app.0.metrics.unauthenticated_total);
-            ApiError::from(e).into_response()
+        _ => match access.authenticate(req.headers()).await {
+            Ok(key) => {
+                req.extensions_mut().insert(key.principal.clone());
+                req.extensions_mut().insert(ClientIp(ip));
+                req.extensions_mut().insert(key);
+                next.run(req).await
+            }
+            Err(e) => {
+                Metrics::inc(&app.0.metrics.unauthenticated_total);
+                ApiError::from(e).into_response()
+            }
+        },
+    };
+    // The key's limit, when it has one, is what the headers describe; else the address's.
+    if let Some(s) = address
+        && !res.headers().contains_key(X_RATELIMIT_LIMIT)
+    {
+        s.write_headers(res.headers_mut(), access.now_ms());
+    }
+    res
+}
+
+/// After authentication (and inside the journal): the key's address allow-list (403), request
+/// rate and tokens per day (429).
+async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let (Some(key), Some(ClientIp(ip))) = (
+        req.extensions().get::<Arc<CachedKey>>().cloned(),
+        req.extensions().get::<ClientIp>().copied(),
+    ) else {
+        return ApiError::from(crate::auth::AuthError::Missing).into_response();
+    };
+    let access = &app.0.access;
+    let (rate, verdict) = access.admit(&key, ip);
+    let mut res = match verdict {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => {
+            Metrics::inc(&app.0.metrics.rate_limited_total);
+            let retry = match &refusal {
+                crate::access::Refusal::Tokens(q) => Some(std::time::Duration::from_millis(
+                    u64::try_from(q.resets_at - access.now_ms()).unwrap_or(0),
+                )),
+                _ => None,
+            };
+            let mut res = ApiError::from(refusal).into_response();
+            if let Some(wait) = retry {
+                res.headers_mut().insert(
+                    http::header::RETRY_AFTER,
+                    HeaderValue::from(crate::access::limits::retry_after_secs(wait)),
+                );
+            }
+            res
         }
+    };
+    if let Some(s) = rate {
+        s.write_headers(res.headers_mut(), access.now_ms());
+    }
+    res
+}
+
+/// The innermost check of a route group: the key's role (admin passes every group).
+async fn require(roles: &'static [Role], req: Request, next: Next) -> Response {
+    match req.extensions().get::<Arc<Principal>>() {
+        Some(p) if p.may(roles) => next.run(req).await,
+        Some(p) => ApiError::forbidden(format!(
+            "A key with the role `{}` may not call {} {}.",
+            p.role.as_str(),
+            req.method(),
+            req.uri().path()
+        ))
+        .into_response(),
+        None => ApiError::from(crate::auth::AuthError::Missing).into_response(),
     }
 }
 

@@ -65,6 +65,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     // Keys.
     /// Creates a key; the secret is in the answer and nowhere else (the store keeps its hash).
     fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>>;
+    /// Adds a key known only by its hash (config-file keys, the bootstrap admin key); if a key
+    /// with this hash exists already, returns it unchanged.
+    fn import_key(
+        &self,
+        key: NewKey,
+        hash: [u8; 32],
+        prefix: String,
+    ) -> BoxFuture<'_, StoreResult<KeyInfo>>;
     fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>>;
     /// The key with this secret hash, in whatever state it is (see [`KeyInfo::state`]).
     fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>>;
@@ -83,6 +91,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     // Usage.
     fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Records a batch of completed requests and adds each one's spend to its team's and key's
+    /// budget counters, in one transaction: how the gateway persists what the in-memory ledger
+    /// (`budget`) settled.
+    fn charge(&self, batch: Vec<UsageRecord>) -> BoxFuture<'_, StoreResult<()>>;
     /// Usage summed per key, model and actor, filtered; ordered by key, model, actor.
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>>;
 

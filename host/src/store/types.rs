@@ -86,6 +86,9 @@ pub struct Team {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewTeam {
+    /// Set when importing a team declared in the config file (its id there); `None`: a new
+    /// `team_` + UUIDv7 id.
+    pub id: Option<TeamId>,
     pub name: String,
     pub plan: Plan,
     pub budget: Option<Micros>,

@@ -19,6 +19,9 @@ use crate::config::ModelId;
 /// Longest line the relay buffers while waiting for its end; an upstream sending more is broken.
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Most completion text kept for counting tokens when the upstream reports no usage.
+const MAX_TEXT_BYTES: usize = 1024 * 1024;
+
 pub struct RelayOptions {
     pub request_id: String,
     pub model: ModelId,
@@ -44,6 +47,8 @@ pub struct StreamSummary {
     pub usage: Option<Usage>,
     /// Content events relayed to the client.
     pub events: u64,
+    /// The completion text relayed (first MiB), to count tokens by when `usage` is `None`.
+    pub text: String,
 }
 
 type OnFinish = Box<dyn FnOnce(StreamSummary) + Send>;
@@ -55,6 +60,7 @@ struct Relay {
     data: String,
     usage: Option<Usage>,
     events: u64,
+    text: String,
     saw_done: bool,
     saw_finish_reason: bool,
     finished: bool,
@@ -73,6 +79,7 @@ pub fn relay_sse(
         data: String::new(),
         usage: None,
         events: 0,
+        text: String::new(),
         saw_done: false,
         saw_finish_reason: false,
         finished: false,
@@ -216,12 +223,18 @@ impl Relay {
             }
             chunk.remove("usage");
         }
-        if let Some(choices) = chunk.get("choices").and_then(Value::as_array)
-            && choices
-                .iter()
-                .any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))
-        {
-            self.saw_finish_reason = true;
+        if let Some(choices) = chunk.get("choices").and_then(Value::as_array) {
+            for c in choices {
+                if c.get("finish_reason").is_some_and(|f| !f.is_null()) {
+                    self.saw_finish_reason = true;
+                }
+                let content = c.pointer("/delta/content").and_then(Value::as_str);
+                if let Some(t) = content
+                    && self.text.len() + t.len() <= MAX_TEXT_BYTES
+                {
+                    self.text.push_str(t);
+                }
+            }
         }
         chunk.insert("id".into(), Value::String(self.opts.request_id.clone()));
         chunk.insert("model".into(), Value::String(self.opts.model.0.clone()));
@@ -248,6 +261,7 @@ impl Relay {
                 outcome,
                 usage: self.usage,
                 events: self.events,
+                text: std::mem::take(&mut self.text),
             });
         }
     }

@@ -156,6 +156,24 @@ fn insert(
     new: &NewKey,
     spent: i64,
 ) -> StoreResult<(KeyId, String)> {
+    let secret = generate_secret();
+    let prefix = secret
+        .get(..KEY_PREFIX.len() + SHOWN_HEX)
+        .unwrap_or(KEY_PREFIX)
+        .to_string();
+    let id = insert_hashed(tx, now, new, spent, &hash_secret(&secret), &prefix)?;
+    Ok((id, secret))
+}
+
+/// Inserts a key whose secret the store never saw (only its hash).
+fn insert_hashed(
+    tx: &Connection,
+    now: UnixMillis,
+    new: &NewKey,
+    spent: i64,
+    hash: &[u8; 32],
+    prefix: &str,
+) -> StoreResult<KeyId> {
     let team_exists: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM teams WHERE id = ?1)",
         [&new.team_id.0],
@@ -165,11 +183,6 @@ fn insert(
         return Err(StoreError::TeamNotFound(new.team_id.clone()));
     }
     let id = KeyId(format!("key_{}", uuid::Uuid::now_v7().simple()));
-    let secret = generate_secret();
-    let prefix = secret
-        .get(..KEY_PREFIX.len() + SHOWN_HEX)
-        .unwrap_or(KEY_PREFIX)
-        .to_string();
     tx.execute(
         "INSERT INTO keys (id, team_id, name, hash, prefix, role, created_at, expires_at,
              ip_allowlist, rpm, tpd)
@@ -178,7 +191,7 @@ fn insert(
             id.0,
             new.team_id.0,
             new.name,
-            hash_secret(&secret).as_slice(),
+            hash.as_slice(),
             prefix,
             new.role.as_str(),
             now,
@@ -192,7 +205,27 @@ fn insert(
         "INSERT INTO budgets (scope, limit_micros, spent_micros) VALUES ('key:' || ?1, ?2, ?3)",
         params![id.0, new.budget, spent],
     )?;
-    Ok((id, secret))
+    Ok(id)
+}
+
+/// A key known only by its hash (declared in the config file, or the bootstrap admin key from
+/// the environment): inserted once; if a key with this hash exists, that key is returned as is.
+pub(super) fn import(
+    conn: &mut Connection,
+    now: UnixMillis,
+    new: NewKey,
+    hash: [u8; 32],
+    prefix: String,
+) -> StoreResult<KeyInfo> {
+    check(&new)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let id = match by_hash(&tx, now, &hash)? {
+        Some(existing) => existing.id,
+        None => insert_hashed(&tx, now, &new, 0, &hash, &prefix)?,
+    };
+    let info = get(&tx, now, &id)?.ok_or_else(|| StoreError::KeyNotFound(id.clone()))?;
+    tx.commit()?;
+    Ok(info)
 }
 
 pub(super) fn create(

@@ -146,6 +146,15 @@ impl Store for SqliteStore {
         self.run(move |c, now| keys::create(c, now, key))
     }
 
+    fn import_key(
+        &self,
+        key: NewKey,
+        hash: [u8; 32],
+        prefix: String,
+    ) -> BoxFuture<'_, StoreResult<KeyInfo>> {
+        self.run(move |c, now| keys::import(c, now, key, hash, prefix))
+    }
+
     fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
         self.run(move |c, now| keys::get(c, now, &id))
     }
@@ -176,6 +185,10 @@ impl Store for SqliteStore {
 
     fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c, _| usage::record(c, &usage))
+    }
+
+    fn charge(&self, batch: Vec<UsageRecord>) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| usage::charge(c, &batch))
     }
 
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {

@@ -46,6 +46,23 @@ fn check_name(name: &str) -> StoreResult<()> {
     Ok(())
 }
 
+/// Ids given from outside (config-file teams): short, and safe in URLs, logs and file names.
+fn check_id(id: &str) -> StoreResult<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            field: "id",
+            reason: "must be 1 to 64 letters, digits, '_', '-' or '.'".into(),
+        })
+    }
+}
+
 pub(super) fn check_budget(budget: Option<Micros>) -> StoreResult<()> {
     if budget.is_some_and(|b| b < 0) {
         return Err(StoreError::Invalid {
@@ -73,7 +90,13 @@ pub(super) fn list(conn: &Connection) -> StoreResult<Vec<Team>> {
 pub(super) fn create(conn: &mut Connection, now: UnixMillis, new: NewTeam) -> StoreResult<Team> {
     check_name(&new.name)?;
     check_budget(new.budget)?;
-    let id = TeamId(format!("team_{}", uuid::Uuid::now_v7().simple()));
+    let id = match new.id {
+        Some(id) => {
+            check_id(&id.0)?;
+            id
+        }
+        None => TeamId(format!("team_{}", uuid::Uuid::now_v7().simple())),
+    };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute(
         "INSERT INTO teams (id, name, plan, token_cap_per_day, allowed_regions, created_at, updated_at)

@@ -25,6 +25,7 @@ fn open() -> (tempfile::TempDir, Arc<ManualClock>, SqliteStore) {
 
 fn team(name: &str, budget: Option<Micros>) -> NewTeam {
     NewTeam {
+        id: None,
         name: name.into(),
         budget,
         ..NewTeam::default()
@@ -36,6 +37,7 @@ async fn teams_create_get_list_update_delete() {
     let (_d, clock, s) = open();
     let a = s
         .create_team(NewTeam {
+            id: None,
             name: "alpha".into(),
             plan: Plan::Professional,
             budget: Some(5_000_000),

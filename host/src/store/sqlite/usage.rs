@@ -29,6 +29,22 @@ pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
     Ok(())
 }
 
+/// Records each usage row and adds its spend to its team's and key's counters, all in one
+/// transaction (one fsync for the batch).
+pub(super) fn charge(conn: &mut Connection, batch: &[UsageRecord]) -> StoreResult<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    for u in batch {
+        record(&tx, u)?;
+        tx.prepare_cached(
+            "UPDATE budgets SET spent_micros = spent_micros + ?3
+             WHERE scope = 'team:' || ?1 OR scope = 'key:' || ?2",
+        )?
+        .execute(params![u.team_id.0, u.key_id.0, u.spend])?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 fn count(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }

@@ -1,0 +1,103 @@
+//! Start-up: the teams and keys declared in the config file are brought into the store (once;
+//! a config key revoked through the API stays revoked), and a gateway whose store has no usable
+//! admin key gets one — from `SOVEREIGN_ADMIN_KEY` if set, else generated and printed once.
+
+use anyhow::Context as _;
+
+use crate::auth::{KEY_PREFIX, generate_secret, hash_secret, is_gateway_key};
+use crate::config::{Config, Role};
+use crate::store::{NewKey, NewTeam, Store, TeamId, TeamPatch};
+
+/// The environment variable an operator may set to choose the first admin key.
+pub const ADMIN_KEY_ENV: &str = "SOVEREIGN_ADMIN_KEY";
+
+/// The team the bootstrap admin key belongs to when it has to be created.
+const ADMIN_TEAM: &str = "admin";
+
+/// What start-up did; `new_admin_secret` must be shown to the operator exactly once.
+#[derive(Debug, Default)]
+pub struct Bootstrap {
+    pub new_admin_secret: Option<String>,
+    pub admin_from_env: bool,
+}
+
+pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap> {
+    for t in &config.teams {
+        let id = TeamId(t.id.clone());
+        match store.team(id.clone()).await? {
+            Some(existing) if existing.name == t.name && existing.plan == t.plan => {}
+            Some(_) => {
+                store
+                    .update_team(
+                        id,
+                        TeamPatch {
+                            name: Some(t.name.clone()),
+                            plan: Some(t.plan),
+                            ..TeamPatch::default()
+                        },
+                    )
+                    .await?;
+            }
+            None => {
+                store
+                    .create_team(NewTeam {
+                        id: Some(id),
+                        name: t.name.clone(),
+                        plan: t.plan,
+                        ..NewTeam::default()
+                    })
+                    .await
+                    .with_context(|| format!("importing team {} from the config", t.id))?;
+            }
+        }
+    }
+    for k in &config.keys {
+        let mut new = NewKey::new(TeamId(k.team.clone()), k.role);
+        new.name = Some(k.name.clone());
+        store
+            .import_key(new, k.hash, format!("{KEY_PREFIX}(config)"))
+            .await
+            .with_context(|| format!("importing key {} from the config", k.name))?;
+    }
+
+    let has_admin = store
+        .keys(None)
+        .await?
+        .iter()
+        .any(|k| k.role == Role::Admin && k.state.is_usable());
+    if has_admin {
+        return Ok(Bootstrap::default());
+    }
+    let (secret, from_env) = match std::env::var(ADMIN_KEY_ENV) {
+        Ok(s) if !s.trim().is_empty() => {
+            let s = s.trim().to_string();
+            anyhow::ensure!(
+                is_gateway_key(&s),
+                "{ADMIN_KEY_ENV} is not a gateway key (`sovereign keygen` makes one)"
+            );
+            (s, true)
+        }
+        _ => (generate_secret(), false),
+    };
+    let team = TeamId(ADMIN_TEAM.into());
+    if store.team(team.clone()).await?.is_none() {
+        store
+            .create_team(NewTeam {
+                id: Some(team.clone()),
+                name: "Administrators".into(),
+                ..NewTeam::default()
+            })
+            .await?;
+    }
+    let mut new = NewKey::new(team, Role::Admin);
+    new.name = Some("bootstrap-admin".into());
+    let prefix = secret
+        .get(..KEY_PREFIX.len() + 6)
+        .unwrap_or(KEY_PREFIX)
+        .to_string();
+    store.import_key(new, hash_secret(&secret), prefix).await?;
+    Ok(Bootstrap {
+        new_admin_secret: (!from_env).then_some(secret),
+        admin_from_env: from_env,
+    })
+}

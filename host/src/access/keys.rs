@@ -1,0 +1,108 @@
+//! The key cache in front of the store: hash → the resolved [`Principal`] and its rate limiter.
+//! Only usable keys are cached; expiry and rotation grace are re-checked against the clock on
+//! every hit, so a cached key stops at its deadline without an eviction.
+//!
+//! Invalidation is exact: [`KeyCache::invalidate`] bumps a generation and removes matching
+//! entries under the write lock; a fill that read the store before the bump carries the older
+//! generation and is refused. So once `revoke` has committed to the store and invalidated the
+//! cache, no request can authenticate with the key again, not even through a lookup that was
+//! already in flight.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use super::Principal;
+use super::limits::KeyLimiter;
+
+/// A cached key: who it is, and its own request-rate limiter (`None`: unlimited).
+pub struct CachedKey {
+    pub principal: Arc<Principal>,
+    pub limiter: Option<KeyLimiter>,
+}
+
+#[derive(Default)]
+pub struct KeyCache {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    generation: u64,
+    by_hash: HashMap<[u8; 32], Arc<CachedKey>>,
+}
+
+impl KeyCache {
+    pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<CachedKey>> {
+        self.read().by_hash.get(hash).cloned()
+    }
+
+    /// Read before looking the key up in the store; pass to [`KeyCache::fill`].
+    pub fn generation(&self) -> u64 {
+        self.read().generation
+    }
+
+    /// Caches `entry` unless the cache was invalidated since `generation` was read.
+    pub fn fill(&self, generation: u64, hash: [u8; 32], entry: Arc<CachedKey>) -> bool {
+        let mut inner = self.write();
+        if inner.generation != generation {
+            return false;
+        }
+        inner.by_hash.insert(hash, entry);
+        true
+    }
+
+    /// Removes every entry `matches` selects, and refuses fills that started before this call.
+    pub fn invalidate(&self, matches: impl Fn(&Principal) -> bool) {
+        let mut inner = self.write();
+        inner.generation += 1;
+        inner.by_hash.retain(|_, e| !matches(&e.principal));
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().by_hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Role;
+
+    fn entry(key: &str) -> Arc<CachedKey> {
+        Arc::new(CachedKey {
+            principal: Arc::new(Principal::test(key, "t", Role::Member)),
+            limiter: None,
+        })
+    }
+
+    #[test]
+    fn a_fill_that_raced_an_invalidation_is_refused() {
+        let c = KeyCache::default();
+        let g = c.generation();
+        // The lookup read the store (key active); meanwhile the key is revoked and invalidated.
+        c.invalidate(|p| p.key_id == "k1");
+        assert!(!c.fill(g, [1; 32], entry("k1")));
+        assert!(c.get(&[1; 32]).is_none());
+        // A lookup that starts after the invalidation fills normally.
+        assert!(c.fill(c.generation(), [2; 32], entry("k2")));
+        assert!(c.get(&[2; 32]).is_some());
+        c.invalidate(|p| p.team_id == "t");
+        assert!(c.is_empty());
+    }
+}

@@ -1,0 +1,268 @@
+//! Access: who is calling (API keys, cached in front of the store), from where (the client
+//! address, allow-lists) and how often (request rates, tokens per day). The HTTP middleware asks,
+//! in order: [`Access::check_address`] (before authentication), [`Access::authenticate`] (401),
+//! then [`Access::admit`] (403 for the address, 429 for the rate, 429 for tokens per day).
+//! Roles are checked per route group (`http`). Limits and their defaults: docs/LIMITS.md.
+
+pub mod bootstrap;
+mod client;
+mod keys;
+pub mod limits;
+pub mod quota;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ipnet::IpNet;
+
+pub use client::{allowed as address_allowed, client_ip};
+pub use keys::{CachedKey, KeyCache};
+pub use limits::{LimitClock, RateStatus};
+pub use quota::{QuotaExceeded, TokenQuota};
+
+use crate::auth::{AuthError, hash_secret, secret_from_headers};
+use crate::config::{AccessConfig, Plans, RateLimit, Role};
+use crate::store::{Clock, KeyInfo, KeyState, Plan, Store, Team, UnixMillis};
+
+/// Who is calling: resolved once per request, shared by every phase after authentication.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// The store's key id (`key_…`): safe to log, list and journal.
+    pub key_id: String,
+    pub key_name: String,
+    pub team_id: String,
+    pub role: Role,
+    pub plan: Plan,
+    pub expires_at: Option<UnixMillis>,
+    /// Set when the key was rotated: it stops then.
+    pub grace_until: Option<UnixMillis>,
+    pub allowlist: Vec<IpNet>,
+    /// The key's request rate (its own, or its plan's); `None`: unlimited.
+    pub rate: Option<RateLimit>,
+    pub key_tokens_per_day: Option<u64>,
+    pub team_tokens_per_day: Option<u64>,
+    /// Regions the team may use; empty: all.
+    pub allowed_regions: Vec<String>,
+}
+
+impl Principal {
+    /// Resolves a key and its team against the plans' defaults.
+    pub fn resolve(key: &KeyInfo, team: &Team, plans: &Plans) -> Result<Principal, String> {
+        let plan = plans.get(team.plan);
+        let allowlist = key
+            .ip_allowlist
+            .iter()
+            .map(|c| {
+                crate::config::parse_cidr(c)
+                    .ok_or_else(|| format!("key {}: bad CIDR {c:?}", key.id))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let rate = match key.rpm.and_then(std::num::NonZeroU32::new) {
+            // A key's own rate keeps its plan's burst, but never more than a minute's worth.
+            Some(per_minute) => Some(RateLimit {
+                per_minute,
+                burst: plan.rate.map_or(per_minute, |r| r.burst.min(per_minute)),
+            }),
+            None => plan.rate,
+        };
+        Ok(Principal {
+            key_id: key.id.0.clone(),
+            key_name: key.name.clone().unwrap_or_default(),
+            team_id: team.id.0.clone(),
+            role: key.role,
+            plan: team.plan,
+            expires_at: key.expires_at,
+            grace_until: key.grace_until,
+            allowlist,
+            rate,
+            key_tokens_per_day: key.tpd.or(plan.tokens_per_day),
+            team_tokens_per_day: team.token_cap_per_day.or(plan.tokens_per_day),
+            allowed_regions: team.allowed_regions.clone(),
+        })
+    }
+
+    /// Whether the key still authenticates at `now` (expiry and rotation grace).
+    pub fn usable_at(&self, now: UnixMillis) -> bool {
+        self.expires_at.is_none_or(|t| now < t) && self.grace_until.is_none_or(|t| now < t)
+    }
+
+    pub fn may(&self, roles: &[Role]) -> bool {
+        self.role == Role::Admin || roles.contains(&self.role)
+    }
+
+    #[cfg(test)]
+    pub fn test(key: &str, team: &str, role: Role) -> Principal {
+        Principal {
+            key_id: key.into(),
+            key_name: key.into(),
+            team_id: team.into(),
+            role,
+            plan: Plan::Development,
+            expires_at: None,
+            grace_until: None,
+            allowlist: Vec::new(),
+            rate: None,
+            key_tokens_per_day: None,
+            team_tokens_per_day: None,
+            allowed_regions: Vec::new(),
+        }
+    }
+}
+
+/// Why an authenticated request is not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 403: the client address is not in the key's allow-list.
+    Address(IpAddr),
+    /// 429: the key's request rate.
+    Rate(RateStatus),
+    /// 429: tokens per day.
+    Tokens(QuotaExceeded),
+}
+
+pub struct Access {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    limit_clock: LimitClock,
+    cache: KeyCache,
+    addresses: Option<limits::AddressLimits>,
+    pub quota: Arc<TokenQuota>,
+    config: AccessConfig,
+    plans: Plans,
+}
+
+impl Access {
+    pub async fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        limit_clock: LimitClock,
+        config: AccessConfig,
+        plans: Plans,
+    ) -> anyhow::Result<Access> {
+        let quota = TokenQuota::load(store.as_ref(), clock.now_ms()).await?;
+        let addresses = config
+            .ip_limit
+            .map(|rate| limits::AddressLimits::new(rate, limit_clock.clone()));
+        Ok(Access {
+            store,
+            clock,
+            limit_clock,
+            cache: KeyCache::default(),
+            addresses,
+            quota: Arc::new(quota),
+            config,
+            plans,
+        })
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn now_ms(&self) -> UnixMillis {
+        self.clock.now_ms()
+    }
+
+    pub fn config(&self) -> &AccessConfig {
+        &self.config
+    }
+
+    pub fn client_ip(&self, peer: std::net::SocketAddr, headers: &http::HeaderMap) -> IpAddr {
+        client_ip(peer, headers, &self.config.trusted_proxies)
+    }
+
+    /// The per-address limit, before authentication; `None` when it is off.
+    pub fn check_address(&self, ip: IpAddr) -> Option<RateStatus> {
+        self.addresses.as_ref().map(|a| a.check(ip))
+    }
+
+    /// The key in the `Authorization` header: from the cache, else the store (then cached).
+    pub async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<Arc<CachedKey>, AuthError> {
+        let secret = secret_from_headers(headers)?;
+        let hash = hash_secret(secret);
+        let now = self.clock.now_ms();
+        if let Some(hit) = self.cache.get(&hash) {
+            return if hit.principal.usable_at(now) {
+                Ok(hit)
+            } else {
+                Err(AuthError::Expired)
+            };
+        }
+        let generation = self.cache.generation();
+        let key = self
+            .store
+            .key_by_hash(hash)
+            .await
+            .map_err(|e| AuthError::Unavailable(e.to_string()))?
+            .ok_or(AuthError::Invalid)?;
+        match key.state {
+            KeyState::Active | KeyState::Rotating { .. } => {}
+            KeyState::Expired => return Err(AuthError::Expired),
+            KeyState::Revoked => return Err(AuthError::Revoked),
+        }
+        let team = self
+            .store
+            .team(key.team_id.clone())
+            .await
+            .map_err(|e| AuthError::Unavailable(e.to_string()))?
+            .ok_or(AuthError::Invalid)?;
+        let principal =
+            Principal::resolve(&key, &team, &self.plans).map_err(AuthError::Unavailable)?;
+        let limiter = principal
+            .rate
+            .map(|r| limits::key_limiter(r, &self.limit_clock));
+        let entry = Arc::new(CachedKey {
+            principal: Arc::new(principal),
+            limiter,
+        });
+        self.cache.fill(generation, hash, entry.clone());
+        Ok(entry)
+    }
+
+    /// Address allow-list, the key's request rate, tokens per day. The rate's status is returned
+    /// for the response headers whether or not the request is admitted.
+    pub fn admit(&self, key: &CachedKey, ip: IpAddr) -> (Option<RateStatus>, Result<(), Refusal>) {
+        let p = &key.principal;
+        if !address_allowed(ip, &p.allowlist) {
+            return (None, Err(Refusal::Address(ip)));
+        }
+        let rate = match (&key.limiter, p.rate) {
+            (Some(l), Some(r)) => Some(limits::check_key(l, r, &self.limit_clock)),
+            _ => None,
+        };
+        if let Some(s) = rate
+            && !s.allowed()
+        {
+            return (rate, Err(Refusal::Rate(s)));
+        }
+        let tokens = self.quota.check(
+            &p.key_id,
+            p.key_tokens_per_day,
+            &p.team_id,
+            p.team_tokens_per_day,
+            self.clock.now_ms(),
+        );
+        (rate, tokens.map_err(Refusal::Tokens))
+    }
+
+    /// After a key changed in the store (revoked, rotated, deleted): when this returns, no
+    /// request authenticates with the old state.
+    pub fn invalidate_key(&self, key_id: &str) {
+        self.cache.invalidate(|p| p.key_id == key_id);
+    }
+
+    /// After a team changed (plan, caps, regions) or was deleted.
+    pub fn invalidate_team(&self, team_id: &str) {
+        self.cache.invalidate(|p| p.team_id == team_id);
+    }
+
+    /// Periodic upkeep: forget addresses whose limit bucket is full again.
+    pub fn prune(&self) {
+        if let Some(a) = &self.addresses {
+            a.prune();
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Tokens per UTC day, per key and per team. Counted in memory from completed requests' usage,
+//! started at boot from the store's usage rows of the current day, reset at midnight UTC.
+//!
+//! Admission refuses a request once a counter has reached its cap; a request admitted under the
+//! cap is served whole, so a counter can end above its cap by the requests in flight when it was
+//! reached (documented in docs/LIMITS.md). Money, which must never be exceeded, is held by
+//! reservation instead (`budget`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::store::{KeyId, Store, StoreResult, TeamId, UnixMillis, UsageFilter};
+
+const DAY_MS: i64 = 86_400_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum QuotaScope {
+    Team(String),
+    Key(String),
+}
+
+impl QuotaScope {
+    pub fn describe(&self) -> String {
+        match self {
+            QuotaScope::Team(t) => format!("team {t}"),
+            QuotaScope::Key(k) => format!("key {k}"),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct TokenQuota {
+    inner: Mutex<Day>,
+}
+
+#[derive(Debug, Default)]
+struct Day {
+    /// Days since the Unix epoch (UTC) the counters are for.
+    day: i64,
+    used: HashMap<QuotaScope, u64>,
+}
+
+/// A cap that was reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaExceeded {
+    pub scope: QuotaScope,
+    pub cap: u64,
+    pub used: u64,
+    /// Next midnight UTC, Unix milliseconds.
+    pub resets_at: UnixMillis,
+}
+
+impl TokenQuota {
+    /// Today's counters from the store's usage rows.
+    pub async fn load(store: &dyn Store, now: UnixMillis) -> StoreResult<TokenQuota> {
+        let day = now.div_euclid(DAY_MS);
+        let rows = store
+            .usage(UsageFilter {
+                from: Some(day * DAY_MS),
+                ..UsageFilter::default()
+            })
+            .await?;
+        let mut used = HashMap::new();
+        for r in rows {
+            let tokens = r.tokens_in.saturating_add(r.tokens_out);
+            *used.entry(QuotaScope::Team(r.team_id.0)).or_insert(0) += tokens;
+            *used.entry(QuotaScope::Key(r.key_id.0)).or_insert(0) += tokens;
+        }
+        Ok(TokenQuota {
+            inner: Mutex::new(Day { day, used }),
+        })
+    }
+
+    /// Refuses when the key's or the team's counter has reached its cap (`None`: no cap).
+    pub fn check(
+        &self,
+        key: &str,
+        key_cap: Option<u64>,
+        team: &str,
+        team_cap: Option<u64>,
+        now: UnixMillis,
+    ) -> Result<(), QuotaExceeded> {
+        if key_cap.is_none() && team_cap.is_none() {
+            return Ok(());
+        }
+        let d = self.day(now);
+        let day = d.day;
+        for (scope, cap) in [
+            (QuotaScope::Key(key.to_string()), key_cap),
+            (QuotaScope::Team(team.to_string()), team_cap),
+        ] {
+            let Some(cap) = cap else { continue };
+            let used = d.used.get(&scope).copied().unwrap_or(0);
+            if used >= cap {
+                return Err(QuotaExceeded {
+                    scope,
+                    cap,
+                    used,
+                    resets_at: (day + 1) * DAY_MS,
+                });
+            }
+        }
+        drop(d);
+        Ok(())
+    }
+
+    /// Counts a completed request's tokens against its key and team.
+    pub fn add(&self, key: &KeyId, team: &TeamId, tokens: u64, now: UnixMillis) {
+        let mut d = self.day(now);
+        *d.used.entry(QuotaScope::Key(key.0.clone())).or_insert(0) += tokens;
+        *d.used.entry(QuotaScope::Team(team.0.clone())).or_insert(0) += tokens;
+    }
+
+    pub fn used(&self, scope: &QuotaScope, now: UnixMillis) -> u64 {
+        self.day(now).used.get(scope).copied().unwrap_or(0)
+    }
+
+    /// The counters, rolled over to `now`'s day first.
+    fn day(&self, now: UnixMillis) -> std::sync::MutexGuard<'_, Day> {
+        let mut d = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let today = now.div_euclid(DAY_MS);
+        if today != d.day {
+            d.day = today;
+            d.used.clear();
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_per_key_and_team_reset_at_midnight() {
+        let q = TokenQuota::default();
+        let now = 20_000 * DAY_MS + 5;
+        let (k, t) = (KeyId("k".into()), TeamId("t".into()));
+        assert!(q.check("k", Some(100), "t", Some(150), now).is_ok());
+        q.add(&k, &t, 100, now);
+        let e = q.check("k", Some(100), "t", Some(150), now).unwrap_err();
+        assert_eq!(e.scope, QuotaScope::Key("k".into()));
+        assert_eq!(e.resets_at, 20_001 * DAY_MS);
+        // Another key of the same team: stopped by the team's cap once it is reached.
+        assert!(q.check("k2", Some(100), "t", Some(150), now).is_ok());
+        q.add(&KeyId("k2".into()), &t, 50, now);
+        let e = q.check("k2", Some(100), "t", Some(150), now).unwrap_err();
+        assert_eq!(e.scope, QuotaScope::Team("t".into()));
+        // Next day.
+        assert!(
+            q.check("k", Some(100), "t", Some(150), now + DAY_MS)
+                .is_ok()
+        );
+        assert_eq!(q.used(&QuotaScope::Team("t".into()), now + DAY_MS), 0);
+    }
+}

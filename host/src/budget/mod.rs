@@ -1,0 +1,382 @@
+//! Budgets: money per team and per key, from model prices × real usage, never exceeded.
+//!
+//! The embedded back end keeps each scope's counters in memory (the ledger, loaded from the
+//! store on first use) and persists every settlement through the [`Charger`]. Admission
+//! **reserves** the worst case (prompt tokens + `max_tokens`, or `budgets.default_max_tokens`)
+//! on the team and the key at once, all or none, under one lock: no interleaving of requests can
+//! hold more than a budget. Completion **settles** to the actual usage — streamed requests and
+//! abandoned streams included (docs/LIMITS.md). Crossing a configured share of a budget emits a
+//! `cost.threshold` event, once per threshold.
+
+pub mod charger;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+pub use charger::Charger;
+
+use crate::access::TokenQuota;
+use crate::config::{BudgetsConfig, ModelConfig};
+use crate::events::{Event, Events, Metadata};
+use crate::store::{
+    BudgetScope, BudgetState, KeyId, Micros, Store, StoreResult, TeamId, UsageRecord,
+};
+
+/// Model prices are per million tokens in the budget currency, and money is counted in
+/// millionths of it: so a price *is* micros per token.
+pub fn cost(model: &ModelConfig, tokens_in: u64, tokens_out: u64) -> Micros {
+    let c = tokens_in as f64 * model.input_cost_per_mtok
+        + tokens_out as f64 * model.output_cost_per_mtok;
+    // Rounded up: never under-charge. Saturates far beyond any real figure.
+    c.ceil().min(i64::MAX as f64) as Micros
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Account {
+    limit: Option<Micros>,
+    spent: Micros,
+    reserved: Micros,
+    /// Bit i set: `thresholds[i]` already announced.
+    fired: u64,
+}
+
+impl Account {
+    fn reached(&self, thresholds: &[u32]) -> u64 {
+        let Some(limit) = self.limit else { return 0 };
+        thresholds
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| reached(self.spent, limit, **t))
+            .fold(0, |m, (i, _)| m | (1 << i))
+    }
+}
+
+/// `spent` is at least `pct` % of `limit` (integer arithmetic; a zero budget is reached at once).
+fn reached(spent: Micros, limit: Micros, pct: u32) -> bool {
+    i128::from(spent) * 100 >= i128::from(limit) * i128::from(pct)
+}
+
+/// Who a request is charged to, and for what.
+#[derive(Debug, Clone)]
+pub struct ChargeTo {
+    pub team_id: TeamId,
+    pub key_id: KeyId,
+    pub actor: String,
+    pub request_id: String,
+    pub model: Arc<ModelConfig>,
+}
+
+pub struct Budgets {
+    ledger: Mutex<HashMap<BudgetScope, Account>>,
+    store: Arc<dyn Store>,
+    charger: Charger,
+    quota: Arc<TokenQuota>,
+    events: Events,
+    config: BudgetsConfig,
+    clock: Arc<dyn crate::store::Clock>,
+}
+
+/// A reservation could not be made: this scope's budget cannot cover it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insufficient {
+    pub scope: BudgetScope,
+    pub needed: Micros,
+    pub remaining: Micros,
+}
+
+impl Budgets {
+    pub fn new(
+        store: Arc<dyn Store>,
+        charger: Charger,
+        quota: Arc<TokenQuota>,
+        events: Events,
+        config: BudgetsConfig,
+        clock: Arc<dyn crate::store::Clock>,
+    ) -> Budgets {
+        Budgets {
+            ledger: Mutex::default(),
+            store,
+            charger,
+            quota,
+            events,
+            config,
+            clock,
+        }
+    }
+
+    pub fn currency(&self) -> &str {
+        &self.config.currency
+    }
+
+    pub fn default_max_tokens(&self) -> u32 {
+        self.config.default_max_tokens
+    }
+
+    pub fn charger(&self) -> &Charger {
+        &self.charger
+    }
+
+    /// Holds `amount` against the team's and the key's budgets, all or none.
+    pub async fn reserve(
+        self: &Arc<Self>,
+        to: ChargeTo,
+        prompt_tokens: u64,
+        amount: Micros,
+    ) -> Result<Reservation, BudgetError> {
+        let scopes = [
+            BudgetScope::Team(to.team_id.clone()),
+            BudgetScope::Key(to.key_id.clone()),
+        ];
+        self.load(&scopes).await?;
+        {
+            let mut ledger = self.lock();
+            for scope in &scopes {
+                let a = ledger.get(scope).copied().unwrap_or_else(unlimited);
+                if let Some(limit) = a.limit {
+                    let remaining = limit - a.spent - a.reserved;
+                    if amount > remaining {
+                        return Err(BudgetError::Insufficient(Insufficient {
+                            scope: scope.clone(),
+                            needed: amount,
+                            remaining: remaining.max(0),
+                        }));
+                    }
+                }
+            }
+            for scope in &scopes {
+                ledger
+                    .entry(scope.clone())
+                    .or_insert_with(unlimited)
+                    .reserved += amount;
+            }
+        }
+        Ok(Reservation {
+            budgets: self.clone(),
+            to,
+            scopes,
+            amount,
+            prompt_tokens,
+            done: false,
+        })
+    }
+
+    /// A scope's counters: the ledger's if it is loaded, else the store's.
+    pub async fn state(&self, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
+        if let Some(a) = self.lock().get(scope) {
+            return Ok(Some(BudgetState {
+                limit: a.limit,
+                spent: a.spent,
+                reserved: a.reserved,
+            }));
+        }
+        self.store.budget(scope.clone()).await
+    }
+
+    /// After the store's limit changed (admin API): the ledger follows, reservations kept;
+    /// thresholds are re-armed against the new limit.
+    pub fn set_limit(&self, scope: &BudgetScope, limit: Option<Micros>) {
+        if let Some(a) = self.lock().get_mut(scope) {
+            a.limit = limit;
+            a.fired = a.reached(&self.config.thresholds);
+        }
+    }
+
+    /// After a team or key was deleted, or a rotation moved spend to a successor.
+    pub fn forget(&self, scope: &BudgetScope) {
+        self.lock().remove(scope);
+    }
+
+    async fn load(&self, scopes: &[BudgetScope]) -> Result<(), BudgetError> {
+        let missing: Vec<BudgetScope> = {
+            let ledger = self.lock();
+            scopes
+                .iter()
+                .filter(|s| !ledger.contains_key(s))
+                .cloned()
+                .collect()
+        };
+        for scope in missing {
+            let state = self
+                .store
+                .budget(scope.clone())
+                .await
+                .map_err(|e| BudgetError::Unavailable(e.to_string()))?;
+            let mut a = state.map_or_else(unlimited, |s| Account {
+                limit: s.limit,
+                // Reservations of a stopped process are not this process's: its in-memory
+                // reservations start from zero.
+                spent: s.spent + s.reserved,
+                reserved: 0,
+                fired: 0,
+            });
+            a.fired = a.reached(&self.config.thresholds);
+            self.lock().entry(scope).or_insert(a);
+        }
+        Ok(())
+    }
+
+    /// Moves `reserved` out and `actual` in on every scope; announces thresholds crossed.
+    fn settle(&self, r: &Reservation, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+        let actual = cost(&r.to.model, tokens_in, tokens_out);
+        let mut crossed = Vec::new();
+        {
+            let mut ledger = self.lock();
+            for scope in &r.scopes {
+                let a = ledger.entry(scope.clone()).or_insert_with(unlimited);
+                a.reserved = (a.reserved - r.amount).max(0);
+                a.spent = a.spent.saturating_add(actual);
+                let now = a.reached(&self.config.thresholds);
+                let new = now & !a.fired;
+                a.fired |= now;
+                for (i, pct) in self.config.thresholds.iter().enumerate() {
+                    if new & (1 << i) != 0 {
+                        crossed.push((scope.clone(), *pct, a.spent, a.limit.unwrap_or(0)));
+                    }
+                }
+            }
+        }
+        for (scope, pct, spent, limit) in crossed {
+            self.emit_threshold(r, &scope, pct, spent, limit);
+        }
+        let at = self.clock.now_ms();
+        self.quota
+            .add(&r.to.key_id, &r.to.team_id, tokens_in + tokens_out, at);
+        UsageRecord {
+            at,
+            team_id: r.to.team_id.clone(),
+            key_id: r.to.key_id.clone(),
+            actor: r.to.actor.clone(),
+            model: r.to.model.id.0.clone(),
+            tokens_in,
+            tokens_out,
+            spend: actual,
+        }
+    }
+
+    fn emit_threshold(
+        &self,
+        r: &Reservation,
+        scope: &BudgetScope,
+        pct: u32,
+        spent: Micros,
+        limit: Micros,
+    ) {
+        let (kind, id) = match scope {
+            BudgetScope::Team(t) => ("team", t.0.as_str()),
+            BudgetScope::Key(k) => ("key", k.0.as_str()),
+        };
+        self.events.emit(Event {
+            event: "cost.threshold",
+            timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
+            request_id: Some(r.to.request_id.clone()),
+            details: json!({
+                "scope": kind,
+                "scope_id": id,
+                "threshold": pct,
+                "spend": units(spent),
+                "budget": units(limit),
+                "currency": self.config.currency,
+            }),
+            metadata: Metadata {
+                team_id: Some(r.to.team_id.0.clone()),
+                user_id: Some(r.to.actor.clone()),
+            },
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BudgetScope, Account>> {
+        self.ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn unlimited() -> Account {
+    Account {
+        limit: None,
+        spent: 0,
+        reserved: 0,
+        fired: 0,
+    }
+}
+
+/// Micros as currency units (for people: API answers and events).
+pub fn units(m: Micros) -> f64 {
+    m as f64 / 1_000_000.0
+}
+
+/// Currency units as given by people into micros (rounded to the nearest micro).
+pub fn micros(units: f64) -> Option<Micros> {
+    (0.0..9.0e12).contains(&units)
+        .then(|| (units * 1_000_000.0).round() as Micros)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    #[error("budget exhausted")]
+    Insufficient(Insufficient),
+    #[error("budgets cannot be checked right now: {0}")]
+    Unavailable(String),
+}
+
+/// Money held for one request until it settles. Settle it with the real usage, or release it
+/// when the upstream never ran; dropped unsettled (the client went away while the upstream
+/// worked), it is charged for the prompt, which the upstream had.
+pub struct Reservation {
+    budgets: Arc<Budgets>,
+    to: ChargeTo,
+    scopes: [BudgetScope; 2],
+    amount: Micros,
+    prompt_tokens: u64,
+    done: bool,
+}
+
+impl Reservation {
+    pub fn amount(&self) -> Micros {
+        self.amount
+    }
+
+    pub fn prompt_tokens(&self) -> u64 {
+        self.prompt_tokens
+    }
+
+    /// Charges the real usage and returns when the charge is durable in the store.
+    pub async fn settle(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+        self.done = true;
+        let record = self.budgets.settle(&self, tokens_in, tokens_out);
+        self.budgets.charger.charge(record.clone()).await;
+        record
+    }
+
+    /// Charges the real usage from synchronous code (end of a stream); persisted by the charger
+    /// within its next commit.
+    pub fn settle_now(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+        self.done = true;
+        let record = self.budgets.settle(&self, tokens_in, tokens_out);
+        self.budgets.charger.charge_later(record.clone());
+        record
+    }
+
+    /// The upstream never produced anything billable (refused, failed): nothing is charged.
+    pub fn release(mut self) {
+        self.done = true;
+        let mut ledger = self.budgets.lock();
+        for scope in &self.scopes {
+            if let Some(a) = ledger.get_mut(scope) {
+                a.reserved = (a.reserved - self.amount).max(0);
+            }
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            let record = self.budgets.settle(self, self.prompt_tokens, 0);
+            self.budgets.charger.charge_later(record);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The internal events channel: what happened that someone outside may want to know
+//! (`cost.threshold`, `routing.rule`, `guardrail.violation`, …), in the seed's shape
+//! `{event, timestamp, request_id, details, metadata: {team_id, user_id}}`. Emitting never blocks
+//! and never fails the request that emitted; the webhook issue delivers them durably.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+/// Events buffered for slow subscribers before the oldest are dropped (and counted).
+const CAPACITY: usize = 4_096;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Event {
+    pub event: &'static str,
+    /// ISO 8601 UTC.
+    pub timestamp: String,
+    pub request_id: Option<String>,
+    pub details: Value,
+    pub metadata: Metadata,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct Metadata {
+    pub team_id: Option<String>,
+    pub user_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Events {
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events {
+            tx: broadcast::channel(CAPACITY).0,
+        }
+    }
+}
+
+impl Events {
+    pub fn emit(&self, event: Event) {
+        tracing::info!(event = event.event, details = %event.details, "event");
+        // No subscriber is not an error: the event is still logged.
+        let _ = self.tx.send(Arc::new(event));
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+}

@@ -1,0 +1,198 @@
+//! `/v1/admin/keys` (admin): create (the secret is in that answer only), list and read (never
+//! the secret), rotate (a successor; the old key works for a grace period) and revoke (when the
+//! call returns, the key no longer authenticates — the store has committed and the cache entry
+//! is gone).
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::{AppState, body, params};
+use crate::budget::units;
+use crate::config::Role;
+use crate::store::{BudgetScope, KeyId, KeyInfo, NewKey, TeamId};
+
+/// Most CIDRs in one key's allow-list.
+const MAX_ALLOWLIST: usize = 256;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Create {
+    team_id: String,
+    #[serde(default)]
+    name: Option<String>,
+    role: Role,
+    #[serde(default)]
+    expires_at: Option<Value>,
+    #[serde(default)]
+    ip_allowlist: Vec<String>,
+    #[serde(default)]
+    rpm: Option<u32>,
+    #[serde(default)]
+    tpd: Option<u64>,
+    #[serde(default)]
+    budget: Option<f64>,
+}
+
+pub async fn create(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    req: Body,
+) -> Result<Response, ApiError> {
+    let c: Create = body::read_json(&headers, req, &app.0.config.server, "key").await?;
+    if c.ip_allowlist.len() > MAX_ALLOWLIST {
+        return Err(ApiError::invalid(
+            "ip_allowlist",
+            format!("At most {MAX_ALLOWLIST} entries."),
+        ));
+    }
+    for (i, cidr) in c.ip_allowlist.iter().enumerate() {
+        if crate::config::parse_cidr(cidr).is_none() {
+            return Err(ApiError::invalid(
+                &format!("ip_allowlist[{i}]"),
+                format!("`{cidr}` is not an IPv4/IPv6 address or CIDR such as 10.0.0.0/8."),
+            ));
+        }
+    }
+    let expires_at = c
+        .expires_at
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .map(|v| params::instant_value("expires_at", v))
+        .transpose()?;
+    if c.rpm == Some(0) {
+        return Err(ApiError::invalid(
+            "rpm",
+            "`rpm` must be at least 1 (omit it for the plan's).",
+        ));
+    }
+    let team_id = TeamId(c.team_id);
+    if app.0.store.team(team_id.clone()).await?.is_none() {
+        return Err(ApiError::invalid(
+            "team_id",
+            format!("No team with id `{team_id}`."),
+        ));
+    }
+    let new = NewKey {
+        team_id,
+        name: c.name,
+        role: c.role,
+        expires_at,
+        ip_allowlist: c.ip_allowlist,
+        rpm: c.rpm,
+        tpd: c.tpd,
+        budget: c.budget.map(|b| params::money("budget", b)).transpose()?,
+    };
+    let created = app.0.store.create_key(new).await?;
+    let mut v = render(&app, &created.info).await?;
+    v["key"] = Value::String(created.secret);
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    team_id: Option<String>,
+}
+
+pub async fn list(
+    State(app): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Response, ApiError> {
+    let mut data = Vec::new();
+    for k in app.0.store.keys(q.team_id.map(TeamId)).await? {
+        data.push(render(&app, &k).await?);
+    }
+    Ok(Json(json!({"object": "list", "data": data})).into_response())
+}
+
+pub async fn get(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let key = app
+        .0
+        .store
+        .key(KeyId(id.clone()))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("No key with id `{id}`.")))?;
+    Ok(Json(render(&app, &key).await?).into_response())
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Rotate {
+    /// Seconds the old key keeps working; default `access.rotation_grace_seconds`.
+    #[serde(default)]
+    grace_seconds: Option<u64>,
+}
+
+pub async fn rotate(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    req: Body,
+) -> Result<Response, ApiError> {
+    let r: Rotate = if headers.contains_key(http::header::CONTENT_TYPE) {
+        body::read_json(&headers, req, &app.0.config.server, "rotation").await?
+    } else {
+        Rotate::default()
+    };
+    let grace_ms = match r.grace_seconds {
+        Some(s) => i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX),
+        None => i64::try_from(app.0.config.access.rotation_grace.as_millis()).unwrap_or(i64::MAX),
+    };
+    // Spend recorded so far moves to the successor: flush it to the store first.
+    app.0.budgets.charger().flush().await;
+    let old = KeyId(id);
+    let created = app.0.store.rotate_key(old.clone(), grace_ms).await?;
+    app.0.access.invalidate_key(&old.0);
+    let mut v = render(&app, &created.info).await?;
+    v["key"] = Value::String(created.secret);
+    v["replaces"] = Value::String(old.0.clone());
+    if let Some(old_info) = app.0.store.key(old).await? {
+        v["replaced_key"] = render(&app, &old_info).await?;
+    }
+    Ok((StatusCode::CREATED, Json(v)).into_response())
+}
+
+pub async fn revoke(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let info = app.0.store.revoke_key(KeyId(id)).await?;
+    // Committed in the store; now no cached entry (and no lookup already in flight) lets it in.
+    app.0.access.invalidate_key(&info.id.0);
+    Ok(Json(render(&app, &info).await?).into_response())
+}
+
+/// A key as the API shows it: everything but the secret and its hash.
+async fn render(app: &AppState, k: &KeyInfo) -> Result<Value, ApiError> {
+    let b = app.0.budgets.state(&BudgetScope::Key(k.id.clone())).await?;
+    let secs = |ms: Option<i64>| ms.map(|m| m / 1000);
+    Ok(json!({
+        "id": k.id.0,
+        "object": "api_key",
+        "team_id": k.team_id.0,
+        "name": k.name,
+        "prefix": k.prefix,
+        "role": k.role.as_str(),
+        "state": k.state.as_str(),
+        "created_at": k.created_at / 1000,
+        "last_used_at": secs(k.last_used_at),
+        "expires_at": secs(k.expires_at),
+        "revoked_at": secs(k.revoked_at),
+        "rotated_to": k.rotated_to.as_ref().map(|r| r.0.clone()),
+        "grace_until": secs(k.grace_until),
+        "ip_allowlist": k.ip_allowlist,
+        "rpm": k.rpm,
+        "tpd": k.tpd,
+        "budget": k.budget.map(units),
+        "spend": super::teams::budget_json(app, b),
+    }))
+}

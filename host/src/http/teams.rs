@@ -1,0 +1,215 @@
+//! `/v1/admin/teams` (admin): create, list, read, change and delete teams. Money is in currency
+//! units in requests and answers (micros inside); a team's budget counters come with it.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::error::ApiError;
+use super::{AppState, body, params};
+use crate::budget::units;
+use crate::store::{BudgetScope, NewTeam, Plan, Team, TeamId, TeamPatch};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Create {
+    name: String,
+    #[serde(default)]
+    plan: Option<String>,
+    #[serde(default)]
+    budget: Option<f64>,
+    #[serde(default)]
+    token_cap_per_day: Option<u64>,
+    #[serde(default)]
+    allowed_regions: Vec<String>,
+}
+
+fn plan(v: &str) -> Result<Plan, ApiError> {
+    Plan::parse(v).ok_or_else(|| {
+        ApiError::invalid(
+            "plan",
+            "`plan` must be `development`, `professional` or `enterprise`.",
+        )
+    })
+}
+
+fn regions(v: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if v.len() > 64 || v.iter().any(|r| r.trim().is_empty() || r.len() > 64) {
+        return Err(ApiError::invalid(
+            "allowed_regions",
+            "`allowed_regions` must be at most 64 non-empty region names.",
+        ));
+    }
+    Ok(v)
+}
+
+pub async fn create(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    req: Body,
+) -> Result<Response, ApiError> {
+    let c: Create = body::read_json(&headers, req, &app.0.config.server, "team").await?;
+    let new = NewTeam {
+        id: None,
+        name: c.name,
+        plan: c.plan.as_deref().map(plan).transpose()?.unwrap_or_default(),
+        budget: c.budget.map(|b| params::money("budget", b)).transpose()?,
+        token_cap_per_day: c.token_cap_per_day,
+        allowed_regions: regions(c.allowed_regions)?,
+    };
+    let team = app.0.store.create_team(new).await?;
+    Ok((StatusCode::CREATED, Json(render(&app, &team).await?)).into_response())
+}
+
+pub async fn list(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let mut data = Vec::new();
+    for t in app.0.store.teams().await? {
+        data.push(render(&app, &t).await?);
+    }
+    Ok(Json(json!({"object": "list", "data": data})).into_response())
+}
+
+pub async fn get(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let team = find(&app, &id).await?;
+    Ok(Json(render(&app, &team).await?).into_response())
+}
+
+/// `PATCH`: fields present are changed; `null` clears `budget` and `token_cap_per_day`.
+pub async fn update(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    req: Body,
+) -> Result<Response, ApiError> {
+    let map = body::read_json_object(&headers, req, &app.0.config.server).await?;
+    let patch = patch(map)?;
+    let budget_changed = patch.budget;
+    let team = app.0.store.update_team(TeamId(id), patch).await?;
+    app.0.access.invalidate_team(&team.id.0);
+    if let Some(limit) = budget_changed {
+        app.0
+            .budgets
+            .set_limit(&BudgetScope::Team(team.id.clone()), limit);
+    }
+    Ok(Json(render(&app, &team).await?).into_response())
+}
+
+pub async fn delete(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let team = find(&app, &id).await?;
+    let keys = app.0.store.keys(Some(team.id.clone())).await?;
+    if !app.0.store.delete_team(team.id.clone()).await? {
+        return Err(not_found(&id));
+    }
+    app.0.access.invalidate_team(&team.id.0);
+    app.0.budgets.forget(&BudgetScope::Team(team.id.clone()));
+    for k in keys {
+        app.0.budgets.forget(&BudgetScope::Key(k.id));
+    }
+    Ok(Json(json!({"id": team.id.0, "object": "team", "deleted": true})).into_response())
+}
+
+fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
+    let mut p = TeamPatch::default();
+    for (k, v) in map {
+        match (k.as_str(), v) {
+            ("name", Value::String(s)) => p.name = Some(s),
+            ("plan", Value::String(s)) => p.plan = Some(plan(&s)?),
+            ("budget", Value::Null) => p.budget = Some(None),
+            ("budget", Value::Number(n)) => {
+                let v = n.as_f64().unwrap_or(f64::NAN);
+                p.budget = Some(Some(params::money("budget", v)?));
+            }
+            ("token_cap_per_day", Value::Null) => p.token_cap_per_day = Some(None),
+            ("token_cap_per_day", Value::Number(n)) => match n.as_u64() {
+                Some(v) => p.token_cap_per_day = Some(Some(v)),
+                None => return Err(bad_type("token_cap_per_day", "a non-negative integer")),
+            },
+            ("allowed_regions", Value::Array(a)) => {
+                let list = a
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::String(s) => Ok(s),
+                        _ => Err(bad_type("allowed_regions", "a list of strings")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                p.allowed_regions = Some(regions(list)?);
+            }
+            ("name" | "plan", _) => return Err(bad_type(&k, "a string")),
+            ("budget", _) => return Err(bad_type(&k, "a number or null")),
+            ("token_cap_per_day", _) => return Err(bad_type(&k, "an integer or null")),
+            ("allowed_regions", _) => return Err(bad_type(&k, "a list of strings")),
+            _ => {
+                return Err(ApiError::invalid(
+                    &k,
+                    format!(
+                        "Unknown field `{k}`: a team has name, plan, budget, token_cap_per_day, allowed_regions."
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(p)
+}
+
+fn bad_type(field: &str, what: &str) -> ApiError {
+    ApiError::invalid(field, format!("`{field}` must be {what}."))
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("No team with id `{id}`."))
+}
+
+async fn find(app: &AppState, id: &str) -> Result<Team, ApiError> {
+    app.0
+        .store
+        .team(TeamId(id.to_string()))
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
+/// A team as the API shows it, with its budget counters.
+async fn render(app: &AppState, t: &Team) -> Result<Value, ApiError> {
+    let b = app
+        .0
+        .budgets
+        .state(&BudgetScope::Team(t.id.clone()))
+        .await?;
+    Ok(json!({
+        "id": t.id.0,
+        "object": "team",
+        "name": t.name,
+        "plan": t.plan.as_str(),
+        "budget": t.budget.map(units),
+        "token_cap_per_day": t.token_cap_per_day,
+        "allowed_regions": t.allowed_regions,
+        "spend": budget_json(app, b),
+        "created_at": t.created_at / 1000,
+        "updated_at": t.updated_at / 1000,
+    }))
+}
+
+/// Budget counters in currency units.
+pub(super) fn budget_json(app: &AppState, b: Option<crate::store::BudgetState>) -> Value {
+    let b = b.unwrap_or(crate::store::BudgetState {
+        limit: None,
+        spent: 0,
+        reserved: 0,
+    });
+    json!({
+        "currency": app.0.budgets.currency(),
+        "limit": b.limit.map(units),
+        "spent": units(b.spent),
+        "reserved": units(b.reserved),
+        "remaining": b.remaining().map(|r| units(r.max(0))),
+    })
+}

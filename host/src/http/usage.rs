@@ -1,0 +1,91 @@
+//! `GET /v1/admin/usage` (admin, or an auditor for its own team): requests, tokens and spend per
+//! key, model and actor, filtered by team, key, model and time. Pending charges are flushed
+//! first, so a request that completed before this call is in the answer.
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::ApiError;
+use super::{AppState, params};
+use crate::auth::Principal;
+use crate::budget::units;
+use crate::config::Role;
+use crate::store::{KeyId, TeamId, UsageFilter};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageQuery {
+    team_id: Option<String>,
+    key_id: Option<String>,
+    model: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+pub async fn usage(
+    State(app): State<AppState>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Query(q): Query<UsageQuery>,
+) -> Result<Response, ApiError> {
+    let mut team_id = q.team_id.map(TeamId);
+    if principal.role != Role::Admin {
+        // An auditor reads its own team's usage only.
+        match &team_id {
+            Some(t) if t.0 != principal.team_id => {
+                return Err(ApiError::forbidden(
+                    "An auditor key reads its own team's usage only.",
+                ));
+            }
+            _ => team_id = Some(TeamId(principal.team_id.clone())),
+        }
+    }
+    let filter = UsageFilter {
+        team_id,
+        key_id: q.key_id.map(KeyId),
+        model: q.model,
+        from: q
+            .from
+            .as_deref()
+            .map(|t| params::instant("from", t))
+            .transpose()?,
+        to: q
+            .to
+            .as_deref()
+            .map(|t| params::instant("to", t))
+            .transpose()?,
+    };
+    app.0.budgets.charger().flush().await;
+    let rows = app.0.store.usage(filter).await?;
+    let (mut requests, mut tin, mut tout, mut spend) = (0u64, 0u64, 0u64, 0i64);
+    let data: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            requests += r.requests;
+            tin += r.tokens_in;
+            tout += r.tokens_out;
+            spend += r.spend;
+            json!({
+                "team_id": r.team_id.0,
+                "key_id": r.key_id.0,
+                "model": r.model,
+                "actor_id": r.actor,
+                "requests": r.requests,
+                "tokens_in": r.tokens_in,
+                "tokens_out": r.tokens_out,
+                "spend": units(r.spend),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "object": "list",
+        "currency": app.0.budgets.currency(),
+        "data": data,
+        "total": {"requests": requests, "tokens_in": tin, "tokens_out": tout, "spend": units(spend)},
+    }))
+    .into_response())
+}
