@@ -1,0 +1,409 @@
+"""Issue 4 through the real binary: teams and keys through the admin API, roles, revocation,
+rotation, expiry, address allow-lists, request-rate and token limits with their headers,
+budgets under concurrency and for streams, and persistence across a restart."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import openai
+import pytest
+
+import harness
+
+CHAT = {"model": "jais-30b-chat", "messages": [{"role": "user", "content": "Say something long please"}]}
+RATE_HEADERS = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+
+
+def admin(gw, keys) -> httpx.Client:
+    return httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {keys['admin']}"}, timeout=30)
+
+
+def as_key(gw, secret: str) -> httpx.Client:
+    return httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+
+
+def new_team(a: httpx.Client, **fields) -> dict:
+    r = a.post("/v1/admin/teams", json={"name": "acme", **fields})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def new_key(a: httpx.Client, team_id: str, role: str = "member", **fields) -> dict:
+    r = a.post("/v1/admin/keys", json={"team_id": team_id, "role": role, **fields})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["key"].startswith("sk-sov-") and body["prefix"].startswith("sk-sov-")
+    return body
+
+
+def usage(a: httpx.Client, **q) -> dict:
+    r = a.get("/v1/admin/usage", params=q)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.fixture
+def priced(sim, gateway_factory):
+    """A gateway whose prices make every charge exact: prompts are free and each completion token
+    costs 1,000 micros (0.001 USD), so a request with `max_tokens=5` whose answer is longer than
+    five tokens reserves and spends exactly 5,000 micros."""
+    return gateway_factory(harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0))
+
+
+def test_admin_api_creates_teams_and_keys_whose_secret_is_shown_once(gateway, keys):
+    with admin(gateway, keys) as a:
+        team = new_team(a, plan="professional", budget=12.5, token_cap_per_day=1000,
+                        allowed_regions=["sa-riyadh-1"])
+        assert team["id"].startswith("team_") and team["plan"] == "professional"
+        assert team["budget"] == 12.5 and team["spend"]["remaining"] == 12.5
+        assert a.get(f"/v1/admin/teams/{team['id']}").json()["name"] == "acme"
+        assert any(t["id"] == team["id"] for t in a.get("/v1/admin/teams").json()["data"])
+        patched = a.patch(f"/v1/admin/teams/{team['id']}", json={"budget": None, "name": "acme-2"}).json()
+        assert patched["budget"] is None and patched["name"] == "acme-2"
+
+        key = new_key(a, team["id"], name="ci", rpm=100, tpd=5000, budget=1,
+                      ip_allowlist=["127.0.0.0/8", "::1/128"])
+        listed = a.get("/v1/admin/keys", params={"team_id": team["id"]}).json()["data"]
+        assert [k["id"] for k in listed] == [key["id"]]
+        assert "key" not in listed[0] and key["key"] not in str(listed)
+        assert listed[0]["state"] == "active" and listed[0]["role"] == "member"
+        with as_key(gateway, key["key"]) as c:
+            assert c.post("/v1/chat/completions", json=CHAT).status_code == 200
+        got = a.get(f"/v1/admin/keys/{key['id']}").json()
+        assert got["last_used_at"] is None or got["last_used_at"] > 0
+
+        # Bad input: clear 400s naming the parameter, 404 for unknown ids.
+        for body, param in [({"team_id": team["id"], "role": "root"}, None),
+                            ({"team_id": team["id"], "role": "member", "ip_allowlist": ["10.0.0.0/99"]},
+                             "ip_allowlist[0]"),
+                            ({"team_id": "team_nope", "role": "member"}, "team_id"),
+                            ({"team_id": team["id"], "role": "member", "expires_at": "soon"}, "expires_at")]:
+            r = a.post("/v1/admin/keys", json=body)
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["type"] == "invalid_request_error"
+            if param:
+                assert r.json()["error"]["param"] == param
+        assert a.post("/v1/admin/teams", json={"name": "x", "plan": "gold"}).status_code == 400
+        assert a.post("/v1/admin/teams", json={"name": "x", "colour": "red"}).status_code == 400
+        assert a.get("/v1/admin/teams/team_nope").status_code == 404
+        assert a.post("/v1/admin/keys/key_nope/revoke").status_code == 404
+
+        assert a.delete(f"/v1/admin/teams/{team['id']}").json()["deleted"] is True
+        with as_key(gateway, key["key"]) as c:
+            assert c.post("/v1/chat/completions", json=CHAT).status_code == 401
+
+
+def test_revoke_then_call_at_once_is_401_every_time(gateway, keys):
+    with admin(gateway, keys) as a:
+        team = new_team(a)
+        for i in range(100):
+            key = new_key(a, team["id"])
+            with as_key(gateway, key["key"]) as c:
+                # Authenticated once, so the key is in the cache when it is revoked.
+                assert c.get("/v1/models").status_code == 200
+                r = a.post(f"/v1/admin/keys/{key['id']}/revoke")
+                assert r.status_code == 200 and r.json()["state"] == "revoked"
+                r = c.get("/v1/models")
+                assert r.status_code == 401, f"iteration {i}: {r.status_code}"
+                assert r.json()["error"]["code"] == "revoked_api_key"
+
+
+def test_rotation_keeps_both_keys_during_grace_then_only_the_new_one(gateway, keys):
+    with admin(gateway, keys) as a:
+        team = new_team(a)
+        old = new_key(a, team["id"])
+        rotated = a.post(f"/v1/admin/keys/{old['id']}/rotate", json={"grace_seconds": 3600})
+        assert rotated.status_code == 201, rotated.text
+        new = rotated.json()
+        assert new["replaces"] == old["id"] and new["key"] != old["key"]
+        assert new["replaced_key"]["state"] == "rotating"
+        for secret in (old["key"], new["key"]):
+            with as_key(gateway, secret) as c:
+                assert c.get("/v1/models").status_code == 200
+
+        # Rotate the new key with a one-second grace: the old one works now, and stops by itself.
+        newer = a.post(f"/v1/admin/keys/{new['id']}/rotate", json={"grace_seconds": 1}).json()
+        with as_key(gateway, new["key"]) as c:
+            assert c.get("/v1/models").status_code == 200
+            harness.wait_for(lambda: c.get("/v1/models").status_code == 401, timeout=10,
+                             what="the rotated key to stop after its grace")
+        with as_key(gateway, newer["key"]) as c:
+            assert c.get("/v1/models").status_code == 200
+        # Grace 0: the old key stops at once.
+        newest = a.post(f"/v1/admin/keys/{newer['id']}/rotate", json={"grace_seconds": 0}).json()
+        with as_key(gateway, newer["key"]) as c:
+            assert c.get("/v1/models").status_code == 401
+        with as_key(gateway, newest["key"]) as c:
+            assert c.get("/v1/models").status_code == 200
+        # A key in its grace cannot be rotated again (no forked successions).
+        assert a.post(f"/v1/admin/keys/{new['id']}/rotate").status_code in (401, 409)
+
+
+def test_expired_keys_are_401(gateway, keys):
+    with admin(gateway, keys) as a:
+        team = new_team(a)
+        past = new_key(a, team["id"], expires_at="2020-01-01T00:00:00Z")
+        with as_key(gateway, past["key"]) as c:
+            r = c.get("/v1/models")
+            assert r.status_code == 401 and r.json()["error"]["code"] == "expired_api_key"
+        soon = new_key(a, team["id"], expires_at=int(time.time()) + 2)
+        with as_key(gateway, soon["key"]) as c:
+            assert c.get("/v1/models").status_code == 200  # cached now
+            harness.wait_for(lambda: c.get("/v1/models").status_code == 401, timeout=10,
+                             what="the cached key to expire")
+
+
+def test_address_allowlist_and_roles_are_403_permission_error(gateway, keys):
+    with admin(gateway, keys) as a:
+        team = new_team(a)
+        elsewhere = new_key(a, team["id"], ip_allowlist=["10.0.0.0/8", "2001:db8::/32"])
+        here = new_key(a, team["id"], ip_allowlist=["127.0.0.1/32"])
+        member = new_key(a, team["id"])
+        auditor = new_key(a, team["id"], role="auditor")
+        other = new_team(a)
+
+    def forbidden(r):
+        assert r.status_code == 403, r.text
+        assert r.json()["error"]["type"] == "permission_error"
+
+    with as_key(gateway, elsewhere["key"]) as c:
+        forbidden(c.post("/v1/chat/completions", json=CHAT))
+    with as_key(gateway, here["key"]) as c:
+        assert c.post("/v1/chat/completions", json=CHAT).status_code == 200
+    with as_key(gateway, member["key"]) as c:
+        forbidden(c.get("/v1/admin/teams"))
+        forbidden(c.post("/v1/admin/keys", json={"team_id": team["id"], "role": "admin"}))
+        forbidden(c.get("/v1/admin/usage"))
+    with as_key(gateway, auditor["key"]) as c:
+        forbidden(c.post("/v1/chat/completions", json=CHAT))
+        forbidden(c.post("/v1/embeddings", json={"model": "multilingual-e5-small", "input": "x"}))
+        forbidden(c.get("/v1/admin/keys"))
+        assert c.get("/v1/admin/usage").status_code == 200
+        forbidden(c.get("/v1/admin/usage", params={"team_id": other["id"]}))
+    # The SDK raises its permission exception.
+    sdk = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=auditor["key"], max_retries=0)
+    with pytest.raises(openai.PermissionDeniedError):
+        sdk.chat.completions.create(**CHAT)
+
+
+def test_rate_limit_is_exact_under_a_burst_with_headers_on_every_response(sim, keys, gateway_factory):
+    # Per address: generous; per key (`rpm=1`): a burst of one minute's worth, i.e. one request,
+    # then nothing for 60 s — so the count is exact however slow this machine is.
+    gw = gateway_factory(harness.fleet_models(sim.url),
+                         extra="[access]\nip_requests_per_minute = 100000\nip_burst = 100000\n")
+    with admin(gw, keys) as a:
+        team = new_team(a)
+        key = new_key(a, team["id"], rpm=3)
+        blocked = new_key(a, team["id"], ip_allowlist=["10.0.0.0/8"])
+    with as_key(gw, key["key"]) as c:
+        with ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(lambda _: c.post("/v1/chat/completions", json=CHAT), range(12)))
+        codes = sorted(r.status_code for r in results)
+        assert codes == [200] * 3 + [429] * 9, codes
+        for r in results:
+            for h in RATE_HEADERS:
+                assert h in r.headers, (r.status_code, dict(r.headers))
+            assert r.headers["x-ratelimit-limit"] == "3"
+            assert int(r.headers["x-ratelimit-reset"]) >= int(time.time())
+        refused = [r for r in results if r.status_code == 429]
+        for r in refused:
+            assert r.json()["error"]["type"] == "rate_limit_exceeded"
+            assert 1 <= int(r.headers["retry-after"]) <= 60
+            assert r.headers["x-ratelimit-remaining"] == "0"
+        # The SDK sees its rate-limit exception.
+        sdk = openai.OpenAI(base_url=f"{gw.url}/v1", api_key=key["key"], max_retries=0)
+        with pytest.raises(openai.RateLimitError):
+            sdk.chat.completions.create(**CHAT)
+    # Headers on 401 (the address's limit) and on 403.
+    r = httpx.post(f"{gw.url}/v1/chat/completions", json=CHAT, headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401 and all(h in r.headers for h in RATE_HEADERS)
+    with as_key(gw, blocked["key"]) as c:
+        r = c.post("/v1/chat/completions", json=CHAT)
+        assert r.status_code == 403 and all(h in r.headers for h in RATE_HEADERS)
+
+
+def test_per_address_limit_refuses_before_authentication(sim, keys, gateway_factory):
+    gw = gateway_factory(harness.fleet_models(sim.url),
+                         extra="[access]\nip_requests_per_minute = 1\nip_burst = 2\n")
+    codes = [httpx.get(f"{gw.url}/v1/models", headers={"Authorization": "Bearer nope"}).status_code
+             for _ in range(4)]
+    assert codes == [401, 401, 429, 429]
+
+
+def test_tokens_per_day_per_key(priced, keys):
+    with admin(priced, keys) as a:
+        team = new_team(a)
+        key = new_key(a, team["id"], tpd=10)
+    with as_key(priced, key["key"]) as c:
+        first = c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 20})
+        assert first.status_code == 200
+        assert first.json()["usage"]["total_tokens"] >= 10
+        r = c.post("/v1/chat/completions", json=CHAT)
+        assert r.status_code == 429, r.text
+        assert r.json()["error"]["code"] == "tokens_per_day_exceeded"
+        assert 1 <= int(r.headers["retry-after"]) <= 60
+
+
+def test_budget_is_never_exceeded_by_200_concurrent_requests(priced, keys):
+    """Each request reserves R = 5 tokens x 1,000 micros = 5,000 micros and, its answer being
+    longer than five tokens, spends exactly R. With a budget B = 50 R, every moment satisfies
+    spent + reserved = (admitted so far) x R <= B, so exactly floor(B / R) = 50 are served and
+    the other 150 get 429 insufficient_quota, whatever the interleaving."""
+    with admin(priced, keys) as a:
+        team = new_team(a, budget=0.25)  # 250,000 micros = 50 x 5,000
+        key = new_key(a, team["id"])
+    body = {**CHAT, "max_tokens": 5}
+    with httpx.Client(base_url=priced.url, headers={"Authorization": f"Bearer {key['key']}"},
+                      timeout=60, limits=httpx.Limits(max_connections=200)) as c:
+        with ThreadPoolExecutor(200) as pool:
+            results = list(pool.map(lambda _: c.post("/v1/chat/completions", json=body), range(200)))
+    served = [r for r in results if r.status_code == 200]
+    refused = [r for r in results if r.status_code == 429]
+    assert len(served) == 50 and len(refused) == 150, sorted({r.status_code for r in results})
+    for r in served:
+        assert r.json()["usage"]["completion_tokens"] == 5
+    for r in refused:
+        assert r.json()["error"]["type"] == "insufficient_quota"
+        assert r.headers["x-should-retry"] == "false"
+    with admin(priced, keys) as a:
+        t = a.get(f"/v1/admin/teams/{team['id']}").json()
+        assert t["spend"]["spent"] == pytest.approx(0.25) and t["spend"]["reserved"] == 0
+        assert t["spend"]["remaining"] == 0
+        u = usage(a, team_id=team["id"])
+        assert u["total"]["requests"] == 50 and u["total"]["spend"] == pytest.approx(0.25)
+    # The SDK raises its rate-limit class and, told not to retry, does not.
+    sdk = openai.OpenAI(base_url=f"{priced.url}/v1", api_key=key["key"], max_retries=3)
+    with pytest.raises(openai.RateLimitError) as e:
+        sdk.chat.completions.create(**body)
+    assert e.value.code == "insufficient_quota"
+
+
+def test_streams_are_charged_including_abandoned_ones(sim, priced, keys):
+    with admin(priced, keys) as a:
+        team = new_team(a)
+        key = new_key(a, team["id"])
+        sdk = openai.OpenAI(base_url=f"{priced.url}/v1", api_key=key["key"], max_retries=0)
+        # Completed stream (the client did not ask for usage; the gateway did, for itself).
+        chunks = list(sdk.chat.completions.create(**CHAT, max_tokens=6, stream=True))
+        assert chunks and all(c.usage is None for c in chunks)
+        u = usage(a, key_id=key["id"])
+        assert u["total"]["requests"] == 1 and u["total"]["tokens_out"] == 6
+        assert u["total"]["spend"] == pytest.approx(0.006)
+
+        # Abandoned halfway: a slow stream, two chunks read, then the client goes away.
+        harness.sim_set(sim, "jais-30b-chat", token_interval_ms=200)
+        with httpx.Client(base_url=priced.url, headers={"Authorization": f"Bearer {key['key']}"},
+                          timeout=30) as c:
+            with c.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as r:
+                assert r.status_code == 200
+                seen = 0
+                for line in r.iter_lines():
+                    if line.startswith("data: {"):
+                        seen += 1
+                        if seen == 2:
+                            break
+        done = harness.wait_for(lambda: (x := usage(a, key_id=key["id"]))["total"]["requests"] == 2 and x,
+                                what="the abandoned stream to be charged")
+        abandoned_out = done["total"]["tokens_out"] - 6
+        assert abandoned_out >= 2, done
+        assert done["total"]["spend"] > 0.006
+        k = a.get(f"/v1/admin/keys/{key['id']}").json()
+        assert k["spend"]["reserved"] == 0
+
+
+def test_usage_is_attributed_to_the_actor(priced, keys):
+    with admin(priced, keys) as a:
+        team = new_team(a)
+        key = new_key(a, team["id"])
+        with as_key(priced, key["key"]) as c:
+            assert c.post("/v1/chat/completions", json={**CHAT, "user": "alice", "max_tokens": 2}).status_code == 200
+            assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 2},
+                          headers={"X-Actor-ID": "bob"}).status_code == 200
+            assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 2}).status_code == 200
+            assert c.post("/v1/embeddings", json={"model": "multilingual-e5-small", "input": "hello"}).status_code == 200
+        rows = usage(a, team_id=team["id"])["data"]
+        actors = sorted(r["actor_id"] for r in rows)
+        assert actors == sorted(["alice", "bob", key["id"], key["id"]]), rows
+        assert {r["model"] for r in rows} == {"jais-30b-chat", "multilingual-e5-small"}
+        assert usage(a, team_id=team["id"], model="multilingual-e5-small")["total"]["requests"] == 1
+        assert usage(a, team_id=team["id"], to="2020-01-01T00:00:00Z")["data"] == []
+        assert a.get("/v1/admin/usage", params={"from": "last tuesday"}).status_code == 400
+
+
+def test_teams_keys_usage_and_budgets_survive_a_restart(sim, keys, tmp_path):
+    config = harness.gateway_config(
+        harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0), keys["config"])
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            team = new_team(a, budget=1.0)
+            key = new_key(a, team["id"], budget=0.5, tpd=100000)
+            revoked = new_key(a, team["id"])
+            a.post(f"/v1/admin/keys/{revoked['id']}/revoke")
+        with as_key(gw, key["key"]) as c:
+            for _ in range(3):
+                assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 4}).status_code == 200
+    finally:
+        assert gw.stop() == 0
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            t = a.get(f"/v1/admin/teams/{team['id']}").json()
+            assert t["budget"] == 1.0 and t["spend"]["spent"] == pytest.approx(0.012)
+            k = a.get(f"/v1/admin/keys/{key['id']}").json()
+            assert k["spend"]["remaining"] == pytest.approx(0.488) and k["tpd"] == 100000
+            assert usage(a, key_id=key["id"])["total"]["requests"] == 3
+        with as_key(gw, key["key"]) as c:
+            assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 4}).status_code == 200
+        with as_key(gw, revoked["key"]) as c:
+            assert c.get("/v1/models").status_code == 401
+    finally:
+        gw.kill()
+
+
+def test_first_start_creates_an_admin_key_once(sim, tmp_path):
+    member, member_hash = harness.new_key()
+    config = harness.gateway_config(harness.fleet_models(sim.url), {"m": ("member", member_hash)})
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        secret = gw.keys.get("admin")
+        assert secret and secret.startswith("sk-sov-")
+        with as_key(gw, secret) as a:
+            assert a.get("/v1/admin/teams").status_code == 200
+    finally:
+        assert gw.stop() == 0
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        assert "admin" not in gw.keys
+        with as_key(gw, secret) as a:
+            assert a.get("/v1/admin/keys").status_code == 200
+    finally:
+        gw.kill()
+
+
+def test_admin_key_from_the_environment(sim, tmp_path):
+    chosen, _ = harness.new_key()
+    _, member_hash = harness.new_key()
+    config = harness.gateway_config(harness.fleet_models(sim.url), {"m": ("member", member_hash)})
+    gw = harness.start_gateway(config, tmp_path, env={"SOVEREIGN_ADMIN_KEY": chosen})
+    try:
+        assert "admin" not in gw.keys
+        with as_key(gw, chosen) as a:
+            assert a.get("/v1/admin/teams").status_code == 200
+    finally:
+        gw.kill()
+
+
+def test_a_second_gateway_on_the_same_data_dir_is_refused(sim, keys, tmp_path):
+    config = harness.gateway_config(harness.fleet_models(sim.url), keys["config"])
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        (tmp_path / "second").mkdir()
+        text = config.replace('sovereign_id = "test-gw-1"', f'sovereign_id = "test-gw-1"\ndata_dir = "{tmp_path / "data"}"')
+        with pytest.raises(RuntimeError, match="another gateway is using the data directory"):
+            harness.start_gateway(text, tmp_path / "second")
+    finally:
+        gw.kill()
