@@ -18,6 +18,22 @@ use super::limits::KeyLimiter;
 pub struct CachedKey {
     pub principal: Arc<Principal>,
     pub limiter: Option<KeyLimiter>,
+    /// When `last_used_at` was last written to the store (Unix ms; 0: never).
+    pub last_touch: std::sync::atomic::AtomicI64,
+}
+
+impl CachedKey {
+    /// Whether `last_used_at` is due to be written at `now` (at most once a minute per key), and
+    /// if so marks it written.
+    pub fn touch_due(&self, now: i64) -> bool {
+        use std::sync::atomic::Ordering;
+        let last = self.last_touch.load(Ordering::Relaxed);
+        now - last >= 60_000
+            && self
+                .last_touch
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
 }
 
 #[derive(Default)]
@@ -41,14 +57,15 @@ impl KeyCache {
         self.read().generation
     }
 
-    /// Caches `entry` unless the cache was invalidated since `generation` was read.
-    pub fn fill(&self, generation: u64, hash: [u8; 32], entry: Arc<CachedKey>) -> bool {
+    /// Caches `entry` unless the cache was invalidated since `generation` was read, and returns
+    /// the entry to use: the one already cached if a concurrent lookup of the same key filled
+    /// first (so concurrent first requests share one rate limiter), else `entry`.
+    pub fn fill(&self, generation: u64, hash: [u8; 32], entry: Arc<CachedKey>) -> Arc<CachedKey> {
         let mut inner = self.write();
         if inner.generation != generation {
-            return false;
+            return entry;
         }
-        inner.by_hash.insert(hash, entry);
-        true
+        inner.by_hash.entry(hash).or_insert(entry).clone()
     }
 
     /// Removes every entry `matches` selects, and refuses fills that started before this call.
@@ -88,6 +105,7 @@ mod tests {
         Arc::new(CachedKey {
             principal: Arc::new(Principal::test(key, "t", Role::Member)),
             limiter: None,
+            last_touch: Default::default(),
         })
     }
 
@@ -97,10 +115,13 @@ mod tests {
         let g = c.generation();
         // The lookup read the store (key active); meanwhile the key is revoked and invalidated.
         c.invalidate(|p| p.key_id == "k1");
-        assert!(!c.fill(g, [1; 32], entry("k1")));
+        c.fill(g, [1; 32], entry("k1"));
         assert!(c.get(&[1; 32]).is_none());
-        // A lookup that starts after the invalidation fills normally.
-        assert!(c.fill(c.generation(), [2; 32], entry("k2")));
+        // A lookup that starts after the invalidation fills normally; a concurrent second fill
+        // gets the first one's entry.
+        let first = c.fill(c.generation(), [2; 32], entry("k2"));
+        let second = c.fill(c.generation(), [2; 32], entry("k2"));
+        assert!(Arc::ptr_eq(&first, &second));
         assert!(c.get(&[2; 32]).is_some());
         c.invalidate(|p| p.team_id == "t");
         assert!(c.is_empty());

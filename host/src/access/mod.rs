@@ -185,11 +185,11 @@ impl Access {
         let hash = hash_secret(secret);
         let now = self.clock.now_ms();
         if let Some(hit) = self.cache.get(&hash) {
-            return if hit.principal.usable_at(now) {
-                Ok(hit)
-            } else {
-                Err(AuthError::Expired)
-            };
+            if !hit.principal.usable_at(now) {
+                return Err(AuthError::Expired);
+            }
+            self.touch(&hit, now);
+            return Ok(hit);
         }
         let generation = self.cache.generation();
         let key = self
@@ -217,9 +217,24 @@ impl Access {
         let entry = Arc::new(CachedKey {
             principal: Arc::new(principal),
             limiter,
+            last_touch: Default::default(),
         });
-        self.cache.fill(generation, hash, entry.clone());
+        let entry = self.cache.fill(generation, hash, entry);
+        self.touch(&entry, now);
         Ok(entry)
+    }
+
+    /// Records `last_used_at` in the store, off the request path, at most once a minute per key.
+    fn touch(&self, key: &CachedKey, now: UnixMillis) {
+        if key.touch_due(now) {
+            let store = self.store.clone();
+            let id = crate::store::KeyId(key.principal.key_id.clone());
+            tokio::spawn(async move {
+                if let Err(e) = store.touch_key(id, now).await {
+                    tracing::debug!(error = %e, "recording a key's last use failed");
+                }
+            });
+        }
     }
 
     /// Address allow-list, the key's request rate, tokens per day. The rate's status is returned

@@ -309,7 +309,8 @@ pub fn units(m: Micros) -> f64 {
 
 /// Currency units as given by people into micros (rounded to the nearest micro).
 pub fn micros(units: f64) -> Option<Micros> {
-    (0.0..9.0e12).contains(&units)
+    (0.0..9.0e12)
+        .contains(&units)
         .then(|| (units * 1_000_000.0).round() as Micros)
 }
 

@@ -104,3 +104,19 @@ pub async fn read_json<T: serde::de::DeserializeOwned>(
     serde_json::from_value(Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid {what}: {e}.")))
 }
+
+/// Reads and throws away a request body the gateway refuses before looking at it (401, 403,
+/// 429), within the server's size and time limits. Answering with the body unread would make
+/// hyper close the connection with the client's bytes still unread, and the kernel then resets
+/// it — which can destroy the error response before the client reads it.
+pub async fn discard(body: Body, server: &ServerConfig) {
+    let drain = async {
+        let mut body = Limited::new(body, server.max_body_bytes);
+        while let Some(frame) = body.frame().await {
+            if frame.is_err() {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(server.body_read_timeout, drain).await;
+}

@@ -198,17 +198,19 @@ pub fn router(state: AppState) -> Router {
     let inference = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/embeddings", post(embeddings::embeddings))
-        .route_layer(middleware::from_fn(|req, next| {
-            require(&[Role::Member], req, next)
-        }));
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| require(s, &[Role::Member], req, next),
+        ));
     let catalog = Router::new()
         .route("/v1/models", get(models::list_models))
         .route("/v1/models/{id}", get(models::get_model));
     let reading = Router::new()
         .route("/v1/admin/usage", get(usage::usage))
-        .route_layer(middleware::from_fn(|req, next| {
-            require(&[Role::Auditor], req, next)
-        }));
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| require(s, &[Role::Auditor], req, next),
+        ));
     let admin = Router::new()
         .route("/v1/admin/policies", get(admin::list).post(admin::upload))
         .route("/v1/admin/policies/{id}/activate", post(admin::activate))
@@ -221,7 +223,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/keys/{id}", get(keys::get))
         .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
         .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
-        .route_layer(middleware::from_fn(|req, next| require(&[], req, next)));
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| require(s, &[], req, next),
+        ));
     let authenticated = Router::new()
         .merge(inference)
         .merge(catalog)
@@ -278,6 +283,7 @@ async fn authenticate(State(app): State<AppState>, mut req: Request, next: Next)
     let mut res = match address {
         Some(s) if !s.allowed() => {
             Metrics::inc(&app.0.metrics.rate_limited_total);
+            body::discard(req.into_body(), &app.0.config.server).await;
             ApiError::rate_limited(format!(
                 "Too many requests from {ip}: {} per minute. Retry after {} s.",
                 s.limit,
@@ -295,6 +301,7 @@ async fn authenticate(State(app): State<AppState>, mut req: Request, next: Next)
             }
             Err(e) => {
                 Metrics::inc(&app.0.metrics.unauthenticated_total);
+                body::discard(req.into_body(), &app.0.config.server).await;
                 ApiError::from(e).into_response()
             }
         },
@@ -323,6 +330,7 @@ async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Respons
         Ok(()) => next.run(req).await,
         Err(refusal) => {
             Metrics::inc(&app.0.metrics.rate_limited_total);
+            body::discard(req.into_body(), &app.0.config.server).await;
             let retry = match &refusal {
                 crate::access::Refusal::Tokens(q) => Some(std::time::Duration::from_millis(
                     u64::try_from(q.resets_at - access.now_ms()).unwrap_or(0),
@@ -346,18 +354,24 @@ async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Respons
 }
 
 /// The innermost check of a route group: the key's role (admin passes every group).
-async fn require(roles: &'static [Role], req: Request, next: Next) -> Response {
-    match req.extensions().get::<Arc<Principal>>() {
-        Some(p) if p.may(roles) => next.run(req).await,
+async fn require(
+    State(app): State<AppState>,
+    roles: &'static [Role],
+    req: Request,
+    next: Next,
+) -> Response {
+    let refusal = match req.extensions().get::<Arc<Principal>>() {
+        Some(p) if p.may(roles) => return next.run(req).await,
         Some(p) => ApiError::forbidden(format!(
             "A key with the role `{}` may not call {} {}.",
             p.role.as_str(),
             req.method(),
             req.uri().path()
-        ))
-        .into_response(),
-        None => ApiError::from(crate::auth::AuthError::Missing).into_response(),
-    }
+        )),
+        None => ApiError::from(crate::auth::AuthError::Missing),
+    };
+    body::discard(req.into_body(), &app.0.config.server).await;
+    refusal.into_response()
 }
 
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
