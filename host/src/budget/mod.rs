@@ -381,3 +381,118 @@ impl Drop for Reservation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{ManualClock, NewKey, NewTeam};
+
+    const CONFIG: &str = "sovereign_id = \"t\"\nregion = \"r\"\ndefault_model = \"m\"\n\
+        [[models]]\nid = \"m\"\nfamily = \"f\"\nkind = \"chat\"\nregion = \"r\"\n\
+        base_url = \"http://127.0.0.1:9/v1\"\ninput_cost_per_mtok = 0.0\noutput_cost_per_mtok = 1000.0\n";
+
+    async fn setup(budget: Micros) -> (tempfile::TempDir, Arc<Budgets>, Events, ChargeTo) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("s.db"), clock.clone())
+                .await
+                .unwrap(),
+        );
+        let team = store
+            .create_team(NewTeam {
+                name: "t".into(),
+                budget: Some(budget),
+                ..NewTeam::default()
+            })
+            .await
+            .unwrap();
+        let key = store
+            .create_key(NewKey::new(team.id.clone(), crate::config::Role::Member))
+            .await
+            .unwrap();
+        let config = Config::parse(CONFIG).unwrap();
+        let events = Events::default();
+        let (charger, _task) = Charger::start(store.clone());
+        let budgets = Arc::new(Budgets::new(
+            store,
+            charger,
+            Arc::default(),
+            events.clone(),
+            config.budgets.clone(),
+            clock,
+        ));
+        let to = ChargeTo {
+            team_id: team.id,
+            key_id: key.info.id,
+            actor: "alice".into(),
+            request_id: "req-1".into(),
+            model: config.models[0].clone(),
+        };
+        (dir, budgets, events, to)
+    }
+
+    /// Each settlement of 10 tokens costs 10,000 micros against a budget of 100,000: the 50 %,
+    /// 80 % and 100 % thresholds are announced once each, when crossed, in order.
+    #[tokio::test]
+    async fn thresholds_are_announced_once_each() {
+        let (_dir, budgets, events, to) = setup(100_000).await;
+        let mut rx = events.subscribe();
+        for _ in 0..10 {
+            let r = budgets.reserve(to.clone(), 0, 10_000).await.unwrap();
+            r.settle(0, 10).await;
+        }
+        // The eleventh cannot be covered.
+        let refused = budgets.reserve(to.clone(), 0, 10_000).await;
+        assert!(matches!(refused, Err(BudgetError::Insufficient(_))));
+        let mut seen = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            assert_eq!(e.event, "cost.threshold");
+            assert_eq!(e.metadata.user_id.as_deref(), Some("alice"));
+            seen.push((
+                e.details["scope"].as_str().unwrap().to_string(),
+                e.details["threshold"].as_u64().unwrap(),
+                e.details["spend"].as_f64().unwrap(),
+            ));
+        }
+        // The key has no budget of its own: only the team's thresholds.
+        assert_eq!(
+            seen,
+            vec![
+                ("team".into(), 50, 0.05),
+                ("team".into(), 80, 0.08),
+                ("team".into(), 100, 0.1)
+            ]
+        );
+        // Raising the budget re-arms the thresholds above the spend.
+        budgets.set_limit(&BudgetScope::Team(to.team_id.clone()), Some(1_000_000));
+        let r = budgets.reserve(to.clone(), 0, 10_000).await.unwrap();
+        r.release();
+        assert!(rx.try_recv().is_err());
+    }
+
+    /// Released reservations cost nothing; dropped ones (client gone mid-request) are charged for
+    /// the prompt the upstream had.
+    #[tokio::test]
+    async fn release_and_drop() {
+        let (_dir, budgets, _events, to) = setup(1_000_000).await;
+        let scope = BudgetScope::Team(to.team_id.clone());
+        budgets.reserve(to.clone(), 7, 50_000).await.unwrap().release();
+        let s = budgets.state(&scope).await.unwrap().unwrap();
+        assert_eq!((s.spent, s.reserved), (0, 0));
+        drop(budgets.reserve(to.clone(), 7, 50_000).await.unwrap());
+        let s = budgets.state(&scope).await.unwrap().unwrap();
+        // Input is free in this config: the prompt costs 0, but the reservation is gone.
+        assert_eq!((s.spent, s.reserved), (0, 0));
+        budgets.charger().flush().await;
+        let rows = budgets
+            .store
+            .usage(crate::store::UsageFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].tokens_in, 7);
+    }
+}
