@@ -110,14 +110,21 @@ async fn run(n: usize) {
     };
     // The foundation's key table.
     let mut foundation = HashMap::new();
-    foundation.insert(hash_secret(&created.secret), Arc::new(created.info.id.0.clone()));
+    foundation.insert(
+        hash_secret(&created.secret),
+        Arc::new(created.info.id.0.clone()),
+    );
 
     let mut base = Vec::with_capacity(n);
     let mut full = Vec::with_capacity(n);
     let mut auth_only = Vec::with_capacity(n);
     // Warm the cache, the ledger and the limiter.
     let key = access.authenticate(&headers).await.unwrap();
-    budgets.reserve(to.clone(), 10, 100).await.unwrap().settle_now(10, 16);
+    budgets
+        .reserve(to.clone(), 10, 100)
+        .await
+        .unwrap()
+        .settle_now(10, 16);
     drop(key);
     for i in 0..n {
         let t = Instant::now();
@@ -145,16 +152,17 @@ async fn run(n: usize) {
     }
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!("iterations: {n}");
-    println!(
-        "{:<48} {:>9} {:>9}",
-        "per request (µs)", "p50", "p99"
-    );
+    println!("{:<48} {:>9} {:>9}", "per request (µs)", "p50", "p99");
     for (name, v) in [
         ("foundation auth (header, sha256, map)", &base),
         ("store-backed auth, cache hit", &auth_only),
         ("auth + allow-list + rate + tokens/day + budget", &full),
     ] {
-        println!("{name:<48} {:>9.2} {:>9.2}", us(pct(v, 0.5)), us(pct(v, 0.99)));
+        println!(
+            "{name:<48} {:>9.2} {:>9.2}",
+            us(pct(v, 0.5)),
+            us(pct(v, 0.99))
+        );
     }
     println!(
         "added over the foundation: p50 {:.2} µs, p99 {:.2} µs (goal: p50 < 10 µs)",

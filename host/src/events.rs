@@ -43,12 +43,34 @@ impl Default for Events {
 
 impl Events {
     pub fn emit(&self, event: Event) {
-        tracing::info!(event = event.event, details = %event.details, "event");
+        tracing::debug!(event = event.event, details = %event.details, "event");
         // No subscriber is not an error: the event is still logged.
         let _ = self.tx.send(Arc::new(event));
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.tx.subscribe()
+    }
+}
+
+impl Event {
+    /// An event of `kind` now, for `request_id`, in the seed's shape.
+    pub fn now(
+        kind: &'static str,
+        request_id: &str,
+        details: Value,
+        team_id: &str,
+        user_id: &str,
+    ) -> Event {
+        Event {
+            event: kind,
+            timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
+            request_id: Some(request_id.to_string()),
+            details,
+            metadata: Metadata {
+                team_id: Some(team_id.to_string()),
+                user_id: Some(user_id.to_string()),
+            },
+        }
     }
 }

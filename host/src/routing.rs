@@ -28,6 +28,14 @@ pub struct Route {
     pub rule: Arc<str>,
 }
 
+impl Route {
+    /// The router policy chose the model (not an explicit model id, not the default fallback):
+    /// what a `routing.rule` event reports.
+    pub fn decided_by_policy(&self) -> bool {
+        &*self.policy != EXPLICIT_POLICY && &*self.policy != DEFAULT_POLICY
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RoutingError {
     #[error("The model `{0}` does not exist or you do not have access to it.")]

@@ -479,7 +479,11 @@ mod tests {
     async fn release_and_drop() {
         let (_dir, budgets, _events, to) = setup(1_000_000).await;
         let scope = BudgetScope::Team(to.team_id.clone());
-        budgets.reserve(to.clone(), 7, 50_000).await.unwrap().release();
+        budgets
+            .reserve(to.clone(), 7, 50_000)
+            .await
+            .unwrap()
+            .release();
         let s = budgets.state(&scope).await.unwrap().unwrap();
         assert_eq!((s.spent, s.reserved), (0, 0));
         drop(budgets.reserve(to.clone(), 7, 50_000).await.unwrap());

@@ -30,6 +30,7 @@ use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, spend}
 use crate::auth::Principal;
 use crate::budget::Reservation;
 use crate::config::ModelKind;
+use crate::events::Event;
 use crate::facts;
 use crate::metrics::Metrics;
 use crate::policy::RouteFacts;
@@ -68,6 +69,16 @@ pub async fn chat_completions(
         .router
         .route(&app.0.config, &route_facts, ModelKind::Chat)
         .await?;
+
+    if route.decided_by_policy() {
+        app.0.events.emit(Event::now(
+            "routing.rule",
+            &ctx.id,
+            serde_json::json!({"policy": &*route.policy, "rule": &*route.rule, "model": route.model.id.0}),
+            &principal.team_id,
+            &actor,
+        ));
+    }
 
     // 4. Budget: the worst case is held until the answer settles it.
     let max_out = spend::max_completion_tokens(&request.body, app.0.budgets.default_max_tokens());

@@ -13,7 +13,7 @@ fn hello(model: &str) -> Value {
 
 #[tokio::test]
 async fn chat_is_routed_readdressed_and_labelled() {
-    let stack = Stack::start(|c| c).await;
+    let mut stack = Stack::start(|c| c).await;
     let arabic = json!({"model": "auto-router",
                         "messages": [{"role": "user", "content": "ما هي عاصمة فرنسا؟"}]});
     let r = stack
@@ -38,6 +38,24 @@ async fn chat_is_routed_readdressed_and_labelled() {
         text.starts_with("مرحباً"),
         "an Arabic model answers in Arabic: {text}"
     );
+    // The rule that decided went out on the internal events channel, in the seed's shape.
+    let event = stack.events.try_recv().unwrap();
+    assert_eq!(event.event, "routing.rule");
+    assert_eq!(event.request_id.as_deref(), body["id"].as_str());
+    assert_eq!(
+        event.details,
+        json!({"policy": "sovereign-default", "rule": "arabic", "model": "jais-30b-chat"})
+    );
+    assert_eq!(event.metadata.team_id.as_deref(), Some("demo"));
+    // An explicit model is not a rule's decision: no event.
+    let r = stack
+        .post("/v1/chat/completions")
+        .json(&hello("magistral-small"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(stack.events.try_recv().is_err());
 }
 
 #[tokio::test]

@@ -29,6 +29,8 @@ pub struct Stack {
     pub gateway: String,
     pub fleet: String,
     pub member_key: String,
+    /// The gateway's internal events, subscribed before it served anything.
+    pub events: tokio::sync::broadcast::Receiver<std::sync::Arc<sovereign::events::Event>>,
     stop: Vec<oneshot::Sender<()>>,
     pub gateway_task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -62,6 +64,7 @@ impl Stack {
         let gateway = sovereign::Gateway::new(config)
             .await
             .unwrap_or_else(|e| panic!("{e:#}"));
+        let events = gateway.state().0.events.subscribe();
         let (stop_gw, gw_stopped) = oneshot::channel::<()>();
         let gateway_task = tokio::spawn(gateway.serve(listener, async {
             let _ = gw_stopped.await;
@@ -70,6 +73,7 @@ impl Stack {
             gateway: format!("http://{addr}"),
             fleet: fleet_url,
             member_key: keys.keys[1].2.clone(),
+            events,
             stop: vec![stop_gw, stop_fleet],
             gateway_task,
         }
