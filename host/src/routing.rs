@@ -4,6 +4,7 @@
 //! when the policy fails. The decision records the policy and rule that made it. The router's
 //! versions and hot swap live in [`registry`].
 
+pub mod breaker;
 pub mod registry;
 
 use std::sync::Arc;
@@ -60,6 +61,7 @@ pub enum RoutingError {
 /// The routing step, with its policy versions when routing is configured.
 pub struct Router {
     registry: Option<Arc<PolicyRegistry>>,
+    breaker: breaker::Breaker,
 }
 
 impl Router {
@@ -68,7 +70,10 @@ impl Router {
     /// files (reloaded on change, [`registry::watch`]).
     pub async fn from_config(config: &Config) -> Result<Router, PolicyError> {
         let Some(r) = &config.routing else {
-            return Ok(Router { registry: None });
+            return Ok(Router {
+                registry: None,
+                breaker: breaker::Breaker::default(),
+            });
         };
         let host = PolicyHost::new(HostConfig {
             cache_dir: r.cache_dir.clone(),
@@ -99,6 +104,7 @@ impl Router {
         registry::watch(&registry, files, registry::FILE_POLL);
         Ok(Router {
             registry: Some(registry),
+            breaker: breaker::Breaker::default(),
         })
     }
 
@@ -131,8 +137,13 @@ impl Router {
             // One load per request: a swap meanwhile does not change the version it runs on.
             let active = registry.active();
             let policy = &active.policy;
+            let now = std::time::Instant::now();
+            if !self.breaker.allow(policy.id(), now) {
+                return self.default_route(config, kind);
+            }
             match policy.route(facts, &candidates(config)).await {
                 Ok(d) => {
+                    self.breaker.success(policy.id());
                     return Ok(Route {
                         model: d.model,
                         fallbacks: d.fallbacks,
@@ -146,6 +157,8 @@ impl Router {
                     message,
                     ..
                 }) => {
+                    // A refusal is the policy working, not failing.
+                    self.breaker.success(policy.id());
                     return Err(RoutingError::Rejected {
                         status,
                         code,
@@ -153,14 +166,34 @@ impl Router {
                     });
                 }
                 // Fail mode for routers: the default route, never a failed request.
-                Err(e) => tracing::warn!(
-                    request_id = %facts.request_id,
-                    policy = policy.id(),
-                    error = %e,
-                    "router policy failed; using the default model"
-                ),
+                Err(e) => {
+                    tracing::warn!(
+                        request_id = %facts.request_id,
+                        policy = policy.id(),
+                        error = %e,
+                        "router policy failed; using the default model"
+                    );
+                    if self.breaker.failure(policy.id(), now) {
+                        tracing::error!(
+                            policy = policy.id(),
+                            failures = breaker::TRIP_AFTER,
+                            cool_down = ?breaker::COOL_DOWN,
+                            "router policy tripped off: it failed repeatedly; requests take the \
+                             default route until it is tried again (or another version is activated)"
+                        );
+                    }
+                }
             }
         }
+        self.default_route(config, kind)
+    }
+
+    /// The crash-loop breaker's state (the admin API reports it).
+    pub fn breaker_status(&self) -> breaker::BreakerStatus {
+        self.breaker.status(std::time::Instant::now())
+    }
+
+    fn default_route(&self, config: &Config, kind: ModelKind) -> Result<Route, RoutingError> {
         Ok(Route {
             model: lookup(config, &config.default_model.0, kind)?,
             fallbacks: Vec::new(),

@@ -136,7 +136,11 @@ pub async fn list(_: AdminOnly, State(app): State<AppState>) -> Result<Response,
     let registry = registry(&app)?;
     let data = registry.list();
     let active = data.iter().find(|v| v.active).map(|v| v.id.clone());
-    Ok(Json(json!({ "object": "list", "active": active, "data": data })).into_response())
+    let breaker = app.0.router.breaker_status();
+    Ok(
+        Json(json!({ "object": "list", "active": active, "breaker": breaker, "data": data }))
+            .into_response(),
+    )
 }
 
 /// `POST /v1/admin/policies/{id}/activate`: make a loaded version active (also a rollback).
