@@ -143,16 +143,16 @@ impl FactsEngine {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default();
+        let requested_model = body.get("model").and_then(Value::as_str).unwrap_or_default();
+        // Only the router reads the language: a request naming its model skips the detector,
+        // which is most of this step's cost (~60 µs of ~70).
+        let routed = requested_model == crate::config::AUTO_ROUTER;
         let language = match user_text(messages) {
-            Some(text) if self.detect_language => self.detector.detect(&text),
+            Some(text) if self.detect_language && routed => self.detector.detect(&text),
             _ => UNDETERMINED,
         };
         Ok(Facts {
-            requested_model: body
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            requested_model: requested_model.to_string(),
             language,
             prompt_tokens: self.tokens.count_messages(messages),
             profile,

@@ -55,7 +55,7 @@ fn facts_of_a_chat_body() {
 #[test]
 fn language_comes_from_the_newest_user_message_with_letters() {
     let lang = |messages: Value| {
-        extract(json!({"model": "m", "messages": messages}))
+        extract(json!({"model": "auto-router", "messages": messages}))
             .unwrap()
             .language
     };
@@ -136,7 +136,8 @@ fn classification_and_route_facts() {
     assert_eq!(rf.request_id, "req-1");
     assert_eq!(rf.allowed_regions, ["eu"]);
     assert_eq!(rf.requested_model, "jais-30b");
-    assert_eq!(rf.language, "en");
+    // A named model is not routed: the language is not detected.
+    assert_eq!(rf.language, "und");
     assert_eq!(rf.prompt_tokens, 9);
     assert_eq!(rf.profile.as_deref(), Some("balanced"));
     assert_eq!(rf.classification.as_deref(), Some("restricted"));
