@@ -1,0 +1,251 @@
+//! Words near a number that say what it is. Numbers without a checksum (phone numbers in national
+//! format, a bare 9-digit SSN) are only reported when the nearest telling word says so, and a
+//! word such as "order" or "فاتورة" next to a number vetoes the weaker detectors.
+//!
+//! Matching is ASCII-case-insensitive. English keywords must start a word (so `tel` does not match
+//! `hotel`); Arabic keywords may follow the attached prefixes (ال، و، ب، ل), so they match anywhere.
+
+/// What a telling word says about the number next to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cue {
+    Phone,
+    Id,
+    Ssn,
+    /// Payment cards.
+    Card,
+    /// Order, invoice, reference, price, date, postcode…: not personal data.
+    Other,
+}
+
+/// Words that only tell when they follow the number (`416 60 039 office`); before a number
+/// they usually introduce an address (`our office is at 17031 2202 Rissik St`).
+const AFTER_ONLY: &[(&str, Cue)] = &[
+    ("office", Cue::Phone),
+    ("home", Cue::Phone),
+    ("work", Cue::Phone),
+];
+
+const WORDS: &[(&str, Cue)] = &[
+    // Phone.
+    ("phone", Cue::Phone),
+    ("tel", Cue::Phone),
+    ("mobile", Cue::Phone),
+    ("mob", Cue::Phone),
+    ("cell", Cue::Phone),
+    ("call", Cue::Phone),
+    ("fax", Cue::Phone),
+    ("desk", Cue::Phone),
+    ("landline", Cue::Phone),
+    ("hotline", Cue::Phone),
+    ("whatsapp", Cue::Phone),
+    ("sms", Cue::Phone),
+    ("text me", Cue::Phone),
+    ("contact", Cue::Phone),
+    ("reach", Cue::Phone),
+    ("dial", Cue::Phone),
+    ("ring", Cue::Phone),
+    ("answering at", Cue::Phone),
+    ("message", Cue::Phone),
+    ("registered", Cue::Phone),
+    ("هاتف", Cue::Phone),
+    ("هاتفي", Cue::Phone),
+    ("جوال", Cue::Phone),
+    ("موبايل", Cue::Phone),
+    ("محمول", Cue::Phone),
+    ("اتصل", Cue::Phone),
+    ("اتصال", Cue::Phone),
+    ("تواصل", Cue::Phone),
+    ("تلفون", Cue::Phone),
+    ("تليفون", Cue::Phone),
+    ("واتساب", Cue::Phone),
+    ("واتس", Cue::Phone),
+    ("فاكس", Cue::Phone),
+    ("كلمني", Cue::Phone),
+    ("كلموني", Cue::Phone),
+    // Identity documents.
+    ("national id", Cue::Id),
+    ("id number", Cue::Id),
+    ("identity", Cue::Id),
+    ("iqama", Cue::Id),
+    ("emirates id", Cue::Id),
+    ("هوية", Cue::Id),
+    ("هويتي", Cue::Id),
+    ("إقامة", Cue::Id),
+    ("اقامة", Cue::Id),
+    ("إقامتي", Cue::Id),
+    ("اقامتي", Cue::Id),
+    ("السجل المدني", Cue::Id),
+    ("الرقم القومي", Cue::Id),
+    ("رقم قومي", Cue::Id),
+    ("بطاقة الرقم", Cue::Id),
+    ("الرقم الوطني", Cue::Id),
+    // US social security numbers.
+    ("ssn", Cue::Ssn),
+    ("social security", Cue::Ssn),
+    // Payment cards.
+    ("card", Cue::Card),
+    ("cc", Cue::Card),
+    ("credit", Cue::Card),
+    ("debit", Cue::Card),
+    ("visa", Cue::Card),
+    ("mastercard", Cue::Card),
+    ("بطاقة", Cue::Card),
+    ("بطاقتي", Cue::Card),
+    ("البطاقة", Cue::Card),
+    ("فيزا", Cue::Card),
+    ("ماستركارد", Cue::Card),
+    ("مدى", Cue::Card),
+    ("ائتمان", Cue::Card),
+    ("ائتمانية", Cue::Card),
+    // Other numbers.
+    ("order", Cue::Other),
+    ("invoice", Cue::Other),
+    ("ref", Cue::Other),
+    ("tracking", Cue::Other),
+    ("ticket", Cue::Other),
+    ("booking", Cue::Other),
+    ("serial", Cue::Other),
+    ("sku", Cue::Other),
+    ("isbn", Cue::Other),
+    ("price", Cue::Other),
+    ("total", Cue::Other),
+    ("amount", Cue::Other),
+    ("balance", Cue::Other),
+    ("postcode", Cue::Other),
+    ("zip", Cue::Other),
+    ("box", Cue::Other),
+    ("date", Cue::Other),
+    ("طلب", Cue::Other),
+    ("فاتورة", Cue::Other),
+    ("الفاتورة", Cue::Other),
+    ("مرجع", Cue::Other),
+    ("المرجعي", Cue::Other),
+    ("شحنة", Cue::Other),
+    ("الشحنة", Cue::Other),
+    ("تتبع", Cue::Other),
+    ("تذكرة", Cue::Other),
+    ("حجز", Cue::Other),
+    ("شكوى", Cue::Other),
+    ("عقد", Cue::Other),
+    ("سعر", Cue::Other),
+    ("مبلغ", Cue::Other),
+    ("المبلغ", Cue::Other),
+    ("ريال", Cue::Other),
+    ("جنيه", Cue::Other),
+    ("درهم", Cue::Other),
+    ("دينار", Cue::Other),
+    ("الرمز البريدي", Cue::Other),
+    ("صندوق بريد", Cue::Other),
+    ("تاريخ", Cue::Other),
+    ("الموديل", Cue::Other),
+    ("موديل", Cue::Other),
+    ("تسلسلي", Cue::Other),
+];
+
+/// How far before a number (bytes of normalised text; about 30 Arabic or 60 Latin characters)
+/// and after it a telling word is looked for.
+const BEFORE: usize = 60;
+const AFTER: usize = 24;
+
+/// The cue of the telling word nearest to `span` (before it within [`BEFORE`] bytes or after it
+/// within [`AFTER`]); `None` when there is none.
+pub fn nearest_cue(text: &str, span: std::ops::Range<usize>) -> Option<Cue> {
+    let lower_start = floor_boundary(text, span.start.saturating_sub(BEFORE));
+    let upper_end = ceil_boundary(text, (span.end + AFTER).min(text.len()));
+    let before = &text[lower_start..span.start];
+    let after = &text[span.end..upper_end];
+    // Distance from the number for the best hit on each side.
+    let mut best: Option<(usize, Cue)> = None;
+    for &(word, cue) in WORDS {
+        if let Some(at) = rfind_word(before, word) {
+            let distance = before.len() - (at + word.len());
+            if best.is_none_or(|(d, _)| distance < d) {
+                best = Some((distance, cue));
+            }
+        }
+        if let Some(at) = find_word(after, word)
+            && best.is_none_or(|(d, _)| at < d)
+        {
+            best = Some((at, cue));
+        }
+    }
+    for &(word, cue) in AFTER_ONLY {
+        if let Some(at) = find_word(after, word)
+            && best.is_none_or(|(d, _)| at < d)
+        {
+            best = Some((at, cue));
+        }
+    }
+    best.map(|(_, cue)| cue)
+}
+
+fn is_ascii_word(word: &str) -> bool {
+    word.is_ascii()
+}
+
+fn starts_word(hay: &[u8], at: usize) -> bool {
+    at == 0 || !hay[at - 1].is_ascii_alphabetic()
+}
+
+fn matches_at(hay: &[u8], at: usize, word: &[u8]) -> bool {
+    hay.get(at..at + word.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(word))
+}
+
+fn rfind_word(hay: &str, word: &str) -> Option<usize> {
+    let h = hay.as_bytes();
+    let w = word.as_bytes();
+    let ascii = is_ascii_word(word);
+    (0..=h.len().checked_sub(w.len())?)
+        .rev()
+        .find(|&at| matches_at(h, at, w) && (!ascii || starts_word(h, at)))
+}
+
+fn find_word(hay: &str, word: &str) -> Option<usize> {
+    let h = hay.as_bytes();
+    let w = word.as_bytes();
+    let ascii = is_ascii_word(word);
+    (0..=h.len().checked_sub(w.len())?)
+        .find(|&at| matches_at(h, at, w) && (!ascii || starts_word(h, at)))
+}
+
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_boundary(text: &str, mut at: usize) -> usize {
+    while at < text.len() && !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cue(text: &str, number: &str) -> Option<Cue> {
+        let at = text.find(number).unwrap_or(0);
+        nearest_cue(text, at..at + number.len())
+    }
+
+    #[test]
+    fn nearest_word_wins() {
+        assert_eq!(
+            cue("Phone: 0490 75 40 81", "0490 75 40 81"),
+            Some(Cue::Phone)
+        );
+        assert_eq!(
+            cue("phone me about order 12345678", "12345678"),
+            Some(Cue::Other)
+        );
+        assert_eq!(cue("رقم الطلب 12345678", "12345678"), Some(Cue::Other));
+        assert_eq!(cue("رقم جوالي 12345678", "12345678"), Some(Cue::Phone));
+        assert_eq!(cue("416 60 039 office", "416 60 039"), Some(Cue::Phone));
+        assert_eq!(cue("the hotel 12345678", "12345678"), None);
+        assert_eq!(cue("nothing here 12345678", "12345678"), None);
+    }
+}
