@@ -85,7 +85,8 @@ fn is_card_in_context(text: &str, digits: &str, span: Range<usize>) -> bool {
         && (has_brand(digits) || nearest_cue(text, span) == Some(Cue::Card))
 }
 
-/// Cards in one numeric run: the longest window of groups that is a card, scanning left to right.
+/// Cards in one numeric run: the longest window of groups from the run's start that is a card,
+/// then the same after it.
 pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     if run.next_byte().is_some_and(|b| b.is_ascii_alphanumeric()) {
         return;
@@ -107,7 +108,9 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
                 out.push(run.span(i..j));
                 i = j;
             }
-            None => i += 1,
+            // A card starts its run or follows another card: the tail of a longer number
+            // (an invalid IBAN's last groups, say) is not a card.
+            None => break,
         }
     }
 }

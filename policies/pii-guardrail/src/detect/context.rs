@@ -147,36 +147,51 @@ const WORDS: &[(&str, Cue)] = &[
 const BEFORE: usize = 60;
 const AFTER: usize = 24;
 
-/// The cue of the telling word nearest to `span` (before it within [`BEFORE`] bytes or after it
-/// within [`AFTER`]); `None` when there is none.
+/// The cue of the telling word nearest before `span` (within [`BEFORE`] bytes); when there is
+/// none, of the nearest after it (within [`AFTER`]). A label usually precedes its value
+/// (`الهوية رقم 1154968745 والجوال 05…`: the id's cue is `الهوية`, not `الجوال`), and a word
+/// after a number only speaks for it when nothing before does (`416 60 039 office`).
 pub fn nearest_cue(text: &str, span: std::ops::Range<usize>) -> Option<Cue> {
     let lower_start = floor_boundary(text, span.start.saturating_sub(BEFORE));
     let upper_end = ceil_boundary(text, (span.end + AFTER).min(text.len()));
-    let before = &text[lower_start..span.start];
+    let before = same_line_before(&text[lower_start..span.start]);
     let after = &text[span.end..upper_end];
-    // Distance from the number for the best hit on each side.
-    let mut best: Option<(usize, Cue)> = None;
+    let after = after.split('\n').next().unwrap_or(after);
+    let mut best_before: Option<(usize, Cue)> = None;
+    let mut best_after: Option<(usize, Cue)> = None;
+    let consider = |slot: &mut Option<(usize, Cue)>, distance: usize, cue: Cue| {
+        if slot.is_none_or(|(d, _)| distance < d) {
+            *slot = Some((distance, cue));
+        }
+    };
     for &(word, cue) in WORDS {
         if let Some(at) = rfind_word(before, word) {
-            let distance = before.len() - (at + word.len());
-            if best.is_none_or(|(d, _)| distance < d) {
-                best = Some((distance, cue));
-            }
+            consider(&mut best_before, before.len() - (at + word.len()), cue);
         }
-        if let Some(at) = find_word(after, word)
-            && best.is_none_or(|(d, _)| at < d)
-        {
-            best = Some((at, cue));
+        if let Some(at) = find_word(after, word) {
+            consider(&mut best_after, at, cue);
         }
     }
     for &(word, cue) in AFTER_ONLY {
-        if let Some(at) = find_word(after, word)
-            && best.is_none_or(|(d, _)| at < d)
-        {
-            best = Some((at, cue));
+        if let Some(at) = find_word(after, word) {
+            consider(&mut best_after, at, cue);
         }
     }
-    best.map(|(_, cue)| cue)
+    best_before.or(best_after).map(|(_, cue)| cue)
+}
+
+/// The part of `before` on the number's own line, or on the line above when the number starts
+/// its line (`Phone:\n60-56-85-91`): words further up describe other lines.
+fn same_line_before(before: &str) -> &str {
+    let Some(nl) = before.rfind('\n') else {
+        return before;
+    };
+    let own = &before[nl + 1..];
+    if !own.trim().is_empty() {
+        return own;
+    }
+    let above = &before[..nl];
+    above.rfind('\n').map_or(above, |p| &above[p + 1..])
 }
 
 fn is_ascii_word(word: &str) -> bool {

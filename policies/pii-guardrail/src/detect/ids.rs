@@ -120,7 +120,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<u
         let digits = run.digits(w.clone());
         let span = run.span(w);
         let cue = || nearest_cue(text, span.clone());
-        if is_emirates_id(&digits) {
+        if is_emirates_id(&digits) && cue() != Some(Cue::Other) {
             out.push((K::EmiratesId, span));
         } else if is_egyptian_id(&digits) && cue() != Some(Cue::Other) {
             out.push((K::EgyptianId, span));

@@ -30,6 +30,14 @@ pub fn find(text: &str, out: &mut Vec<Range<usize>>) {
         let token = &text[i..trimmed];
         if !followed_by_word && (is_ipv4(token) || is_ipv6(token)) {
             out.push(i..trimmed);
+        } else if let Some((address, port)) = token.rsplit_once(':')
+            && !followed_by_word
+            && is_ipv4(address)
+            && !port.is_empty()
+            && port.bytes().all(|c| c.is_ascii_digit())
+        {
+            // `10.0.0.1:8080`: the address without its port.
+            out.push(i..i + address.len());
         }
         i = end.max(i + 1);
     }
@@ -73,6 +81,11 @@ mod tests {
             ips("server 2001:db8::1 and ::ffff:10.0.0.1"),
             ["2001:db8::1", "::ffff:10.0.0.1"]
         );
+    }
+
+    #[test]
+    fn drops_the_port() {
+        assert_eq!(ips("السيرفر 61.32.231.2:8080 واقف"), ["61.32.231.2"]);
     }
 
     #[test]
