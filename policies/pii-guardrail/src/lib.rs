@@ -4,12 +4,13 @@
 //!
 //! The logic is plain Rust tested natively: [`normalize`] (digit folding and invisible
 //! characters, with a map back to original byte offsets), [`detect`] (the detectors),
-//! [`settings`] (the JSON settings), [`verdict`] (detections to verdict), [`stream`] (the
+//! [`settings`] (the JSON settings, read by [`json`]), [`verdict`] (detections to verdict), [`stream`] (the
 //! hold-back window for streamed answers). The component glue below only converts between the
 //! WIT types and those. See docs/GUARDRAIL.md.
 
 pub mod detect;
 pub mod entity;
+pub mod json;
 pub mod normalize;
 pub mod settings;
 pub mod stream;

@@ -16,16 +16,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Deserialize;
-
 use crate::entity::EntityKind;
+use crate::json::{self, Pos, Value};
 
 /// Largest settings document accepted, in bytes.
 pub const MAX_SETTINGS_BYTES: usize = 64 * 1024;
 
 /// What happens when an entity is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Refuse the request (or end the answer).
     Block,
@@ -37,15 +35,16 @@ pub enum Action {
     Off,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Raw {
-    #[serde(default)]
-    default: Option<Action>,
-    #[serde(default)]
-    entities: BTreeMap<String, Action>,
-    #[serde(default)]
-    teams: BTreeMap<String, BTreeMap<String, Action>>,
+impl Action {
+    fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "block" => Some(Action::Block),
+            "redact" => Some(Action::Redact),
+            "flag" => Some(Action::Flag),
+            "off" => Some(Action::Off),
+            _ => None,
+        }
+    }
 }
 
 /// Validated settings.
@@ -71,10 +70,10 @@ impl Default for Settings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SettingsError {
     TooLarge(usize),
-    /// The JSON does not parse or has the wrong shape (serde's message names line and column).
-    Syntax(String),
-    /// Entity names that do not exist, with their paths (`entities.mail`, `teams.x.cc`).
-    UnknownEntities(Vec<String>),
+    /// Not JSON.
+    Syntax(json::Error),
+    /// JSON of the wrong shape: every problem, each with its path and position.
+    Invalid(Vec<String>),
 }
 
 impl fmt::Display for SettingsError {
@@ -85,14 +84,8 @@ impl fmt::Display for SettingsError {
                 "invalid guardrail settings: {n} bytes, at most {MAX_SETTINGS_BYTES} allowed"
             ),
             SettingsError::Syntax(e) => write!(f, "invalid guardrail settings: {e}"),
-            SettingsError::UnknownEntities(paths) => {
-                let known: Vec<&str> = EntityKind::ALL.iter().map(|k| k.name()).collect();
-                write!(
-                    f,
-                    "invalid guardrail settings: unknown entity at {} (known: {})",
-                    paths.join(", "),
-                    known.join(", ")
-                )
+            SettingsError::Invalid(problems) => {
+                write!(f, "invalid guardrail settings: {}", problems.join("; "))
             }
         }
     }
@@ -100,43 +93,117 @@ impl fmt::Display for SettingsError {
 
 impl std::error::Error for SettingsError {}
 
+/// Collects every problem found while reading the document.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn add(&mut self, path: &str, pos: Pos, message: impl fmt::Display) {
+        self.0.push(format!("{path} ({pos}): {message}"));
+    }
+
+    fn action(&mut self, path: &str, v: &Value, pos: Pos) -> Option<Action> {
+        match v {
+            Value::String(name) => {
+                let action = Action::from_name(name);
+                if action.is_none() {
+                    self.add(
+                        path,
+                        pos,
+                        format!("unknown action `{name}` (block, redact, flag or off)"),
+                    );
+                }
+                action
+            }
+            other => {
+                self.add(
+                    path,
+                    pos,
+                    format!("expected an action, found {}", other.kind()),
+                );
+                None
+            }
+        }
+    }
+
+    fn members<'v>(
+        &mut self,
+        path: &str,
+        v: &'v Value,
+        pos: Pos,
+    ) -> &'v [(String, Pos, Value, Pos)] {
+        match v {
+            Value::Object(m) => m,
+            other => {
+                self.add(
+                    path,
+                    pos,
+                    format!("expected an object, found {}", other.kind()),
+                );
+                &[]
+            }
+        }
+    }
+
+    /// An `{entity: action}` map.
+    fn entity_actions(&mut self, path: &str, v: &Value, pos: Pos) -> BTreeMap<EntityKind, Action> {
+        let mut out = BTreeMap::new();
+        for (name, key_pos, value, value_pos) in self.members(path, v, pos) {
+            let member = format!("{path}.{name}");
+            let Some(kind) = EntityKind::from_name(name) else {
+                let known: Vec<&str> = EntityKind::ALL.iter().map(|k| k.name()).collect();
+                self.add(
+                    &member,
+                    *key_pos,
+                    format!("unknown entity (known: {})", known.join(", ")),
+                );
+                continue;
+            };
+            if let Some(action) = self.action(&member, value, *value_pos) {
+                out.insert(kind, action);
+            }
+        }
+        out
+    }
+}
+
 impl Settings {
     pub fn parse(document: &str) -> Result<Self, SettingsError> {
         if document.len() > MAX_SETTINGS_BYTES {
             return Err(SettingsError::TooLarge(document.len()));
         }
-        let raw: Raw =
-            serde_json::from_str(document).map_err(|e| SettingsError::Syntax(e.to_string()))?;
-        let mut unknown = Vec::new();
-        let mut kinds = |map: BTreeMap<String, Action>, path: &str| {
-            let mut out = BTreeMap::new();
-            for (name, action) in map {
-                match EntityKind::from_name(&name) {
-                    Some(kind) => {
-                        out.insert(kind, action);
+        let (root, pos) = json::parse(document).map_err(SettingsError::Syntax)?;
+        let mut problems = Problems::default();
+        let mut settings = Settings::default();
+        for (key, key_pos, value, value_pos) in problems.members("settings", &root, pos) {
+            match key.as_str() {
+                "default" => {
+                    if let Some(a) = problems.action("default", value, *value_pos) {
+                        settings.default = a;
                     }
-                    None => unknown.push(format!("{path}.{name}")),
                 }
+                "entities" => {
+                    settings.entities = problems.entity_actions("entities", value, *value_pos);
+                }
+                "teams" => {
+                    for (team, _, map, map_pos) in problems.members("teams", value, *value_pos) {
+                        let path = format!("teams.{team}");
+                        let actions = problems.entity_actions(&path, map, *map_pos);
+                        settings.teams.insert(team.clone(), actions);
+                    }
+                }
+                other => problems.add(
+                    other,
+                    *key_pos,
+                    "unknown field (expected default, entities or teams)",
+                ),
             }
-            out
-        };
-        let entities = kinds(raw.entities, "entities");
-        let teams = raw
-            .teams
-            .into_iter()
-            .map(|(team, map)| {
-                let parsed = kinds(map, &format!("teams.{team}"));
-                (team, parsed)
-            })
-            .collect();
-        if !unknown.is_empty() {
-            return Err(SettingsError::UnknownEntities(unknown));
         }
-        Ok(Self {
-            default: raw.default.unwrap_or(Action::Redact),
-            entities,
-            teams,
-        })
+        if problems.0.is_empty() {
+            Ok(settings)
+        } else {
+            Err(SettingsError::Invalid(problems.0))
+        }
     }
 
     /// The action for `kind` in a request of team `team`.
@@ -178,25 +245,40 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_what_is_wrong() {
+    fn errors_name_what_is_wrong_all_at_once() {
         let e = Settings::parse(
-            r#"{"entities": {"mail": "block", "phone": "flag"}, "teams": {"t": {"cc": "off"}}}"#,
+            "{\"entities\": {\"mail\": \"block\", \"phone\": \"hide\"},\n \"teams\": {\"t\": {\"cc\": 1}}, \"defaults\": \"block\"}",
         )
         .unwrap_err();
+        let SettingsError::Invalid(problems) = &e else {
+            panic!("{e}")
+        };
         assert_eq!(
-            e,
-            SettingsError::UnknownEntities(vec!["entities.mail".into(), "teams.t.cc".into()])
+            problems,
+            &[
+                "entities.mail (line 1, column 15): unknown entity (known: email, phone, \
+                 credit_card, iban, ip_address, saudi_id, emirates_id, egyptian_id, us_ssn)",
+                "entities.phone (line 1, column 41): unknown action `hide` (block, redact, flag or off)",
+                "teams.t.cc (line 2, column 18): unknown entity (known: email, phone, \
+                 credit_card, iban, ip_address, saudi_id, emirates_id, egyptian_id, us_ssn)",
+                "defaults (line 2, column 29): unknown field (expected default, entities or teams)",
+            ]
         );
-        assert!(e.to_string().contains("known: email, phone"));
 
-        let e = Settings::parse(r#"{"entities": {"email": "hide"}}"#).unwrap_err();
-        assert!(e.to_string().contains("unknown variant `hide`"), "{e}");
-        assert!(e.to_string().contains("line 1"), "{e}");
+        let e = Settings::parse(r#"{"default": ["block"]}"#).unwrap_err();
+        assert!(
+            e.to_string().contains("expected an action, found an array"),
+            "{e}"
+        );
 
-        let e = Settings::parse(r#"{"defaults": "block"}"#).unwrap_err();
-        assert!(e.to_string().contains("unknown field `defaults`"), "{e}");
+        let e = Settings::parse(r#"["block"]"#).unwrap_err();
+        assert!(
+            e.to_string().contains("expected an object, found an array"),
+            "{e}"
+        );
 
         let e = Settings::parse("{\n  \"default\": \"block\",\n").unwrap_err();
+        assert!(matches!(e, SettingsError::Syntax(_)));
         assert!(e.to_string().contains("line 3"), "{e}");
 
         let big = format!(
