@@ -157,27 +157,90 @@ pub fn nearest_cue(text: &str, span: std::ops::Range<usize>) -> Option<Cue> {
     let before = same_line_before(&text[lower_start..span.start]);
     let after = &text[span.end..upper_end];
     let after = after.split('\n').next().unwrap_or(after);
-    let mut best_before: Option<(usize, Cue)> = None;
-    let mut best_after: Option<(usize, Cue)> = None;
-    let consider = |slot: &mut Option<(usize, Cue)>, distance: usize, cue: Cue| {
-        if slot.is_none_or(|(d, _)| distance < d) {
-            *slot = Some((distance, cue));
+    nearest_before(before.as_bytes()).or_else(|| nearest_after(after.as_bytes()))
+}
+
+/// The words indexed by their first two and last two bytes (ASCII-lowercased), so a scan looks
+/// up the few words that can match at a position instead of trying them all.
+struct Index {
+    by_head: Vec<([u8; 2], usize)>,
+    by_tail: Vec<([u8; 2], usize)>,
+}
+
+fn all_words() -> impl Iterator<Item = (&'static str, Cue, bool)> {
+    WORDS
+        .iter()
+        .map(|&(w, c)| (w, c, false))
+        .chain(AFTER_ONLY.iter().map(|&(w, c)| (w, c, true)))
+}
+
+fn key(a: u8, b: u8) -> [u8; 2] {
+    [a.to_ascii_lowercase(), b.to_ascii_lowercase()]
+}
+
+fn index() -> &'static Index {
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut by_head = Vec::new();
+        let mut by_tail = Vec::new();
+        for (i, (word, _, _)) in all_words().enumerate() {
+            let w = word.as_bytes();
+            if let (Some(&a), Some(&b), Some(&y), Some(&z)) = (
+                w.first(),
+                w.get(1),
+                w.get(w.len().wrapping_sub(2)),
+                w.last(),
+            ) {
+                by_head.push((key(a, b), i));
+                by_tail.push((key(y, z), i));
+            }
         }
-    };
-    for &(word, cue) in WORDS {
-        if let Some(at) = rfind_word(before, word) {
-            consider(&mut best_before, before.len() - (at + word.len()), cue);
-        }
-        if let Some(at) = find_word(after, word) {
-            consider(&mut best_after, at, cue);
-        }
+        by_head.sort_unstable();
+        by_tail.sort_unstable();
+        Index { by_head, by_tail }
+    })
+}
+
+/// Word indices whose key is `k`.
+fn lookup(table: &[([u8; 2], usize)], k: [u8; 2]) -> impl Iterator<Item = usize> + '_ {
+    let from = table.partition_point(|(x, _)| *x < k);
+    table[from..]
+        .iter()
+        .take_while(move |(x, _)| *x == k)
+        .map(|&(_, i)| i)
+}
+
+fn word(i: usize) -> Option<(&'static str, Cue, bool)> {
+    match WORDS.get(i) {
+        Some(&(w, c)) => Some((w, c, false)),
+        None => AFTER_ONLY.get(i - WORDS.len()).map(|&(w, c)| (w, c, true)),
     }
-    for &(word, cue) in AFTER_ONLY {
-        if let Some(at) = find_word(after, word) {
-            consider(&mut best_after, at, cue);
-        }
-    }
-    best_before.or(best_after).map(|(_, cue)| cue)
+}
+
+/// Scans back from the number: the first word found ending at a position is the nearest.
+fn nearest_before(h: &[u8]) -> Option<Cue> {
+    let index = index();
+    (2..=h.len()).rev().find_map(|end| {
+        lookup(&index.by_tail, key(h[end - 2], h[end - 1])).find_map(|i| {
+            let (word, cue, after_only) = self::word(i)?;
+            let w = word.as_bytes();
+            let start = end.checked_sub(w.len())?;
+            (!after_only && matches_at(h, start, w) && (!word.is_ascii() || starts_word(h, start)))
+                .then_some(cue)
+        })
+    })
+}
+
+/// Scans forward from the number: the first word found starting at a position is the nearest.
+fn nearest_after(h: &[u8]) -> Option<Cue> {
+    let index = index();
+    (0..h.len().saturating_sub(1)).find_map(|start| {
+        lookup(&index.by_head, key(h[start], h[start + 1])).find_map(|i| {
+            let (word, cue, _) = self::word(i)?;
+            let w = word.as_bytes();
+            (matches_at(h, start, w) && (!word.is_ascii() || starts_word(h, start))).then_some(cue)
+        })
+    })
 }
 
 /// The part of `before` on the number's own line, or on the line above when the number starts
@@ -194,10 +257,6 @@ fn same_line_before(before: &str) -> &str {
     above.rfind('\n').map_or(above, |p| &above[p + 1..])
 }
 
-fn is_ascii_word(word: &str) -> bool {
-    word.is_ascii()
-}
-
 fn starts_word(hay: &[u8], at: usize) -> bool {
     at == 0 || !hay[at - 1].is_ascii_alphabetic()
 }
@@ -205,23 +264,6 @@ fn starts_word(hay: &[u8], at: usize) -> bool {
 fn matches_at(hay: &[u8], at: usize, word: &[u8]) -> bool {
     hay.get(at..at + word.len())
         .is_some_and(|h| h.eq_ignore_ascii_case(word))
-}
-
-fn rfind_word(hay: &str, word: &str) -> Option<usize> {
-    let h = hay.as_bytes();
-    let w = word.as_bytes();
-    let ascii = is_ascii_word(word);
-    (0..=h.len().checked_sub(w.len())?)
-        .rev()
-        .find(|&at| matches_at(h, at, w) && (!ascii || starts_word(h, at)))
-}
-
-fn find_word(hay: &str, word: &str) -> Option<usize> {
-    let h = hay.as_bytes();
-    let w = word.as_bytes();
-    let ascii = is_ascii_word(word);
-    (0..=h.len().checked_sub(w.len())?)
-        .find(|&at| matches_at(h, at, w) && (!ascii || starts_word(h, at)))
 }
 
 fn floor_boundary(text: &str, mut at: usize) -> usize {

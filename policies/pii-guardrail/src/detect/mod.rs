@@ -60,6 +60,10 @@ pub fn detect_normalized(text: &str) -> Vec<Detection> {
     ip::find(text, &mut spans);
     take(EntityKind::IpAddress, &mut spans, &mut found);
     for run in digits::runs(text) {
+        // Nothing below has fewer than 7 digits (the shortest phone number).
+        if run.groups.iter().map(|g| g.len()).sum::<usize>() < 7 {
+            continue;
+        }
         card::find(text, &run, &mut spans);
         take(EntityKind::CreditCard, &mut spans, &mut found);
         ids::find(text, &run, &mut found);

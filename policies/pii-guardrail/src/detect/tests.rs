@@ -120,3 +120,84 @@ fn spans_are_on_char_boundaries_of_the_original() {
     }
     assert_eq!(kinds(text), [Email, Phone]);
 }
+
+/// Random text over an alphabet rich in what the detectors look at (digits of three scripts,
+/// separators, bidi controls, `@ . : + ( ) -`, Arabic and Latin letters): detection never
+/// panics, and every span is non-empty, in bounds, on character boundaries and disjoint.
+#[test]
+fn random_text_never_breaks_the_detectors() {
+    const ALPHABET: &[&str] = &[
+        "0",
+        "1",
+        "2",
+        "4",
+        "5",
+        "7",
+        "9",
+        "٠",
+        "٥",
+        "٩",
+        "۰",
+        "۷",
+        "１",
+        " ",
+        " ",
+        "-",
+        ".",
+        ":",
+        "+",
+        "(",
+        ")",
+        "@",
+        "/",
+        "#",
+        "x",
+        "a",
+        "Z",
+        "SA",
+        "GB",
+        "e",
+        "f",
+        "ج",
+        "و",
+        "\u{200F}",
+        "\u{2066}",
+        "\u{200B}",
+        "\u{00A0}",
+        "\n",
+        "phone ",
+        "هوية ",
+        "card ",
+        "ssn ",
+        "784",
+        "05",
+        "+966",
+        "::",
+        "٫",
+        "😀",
+    ];
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..3000 {
+        let len = (next() % 80) as usize;
+        let text: String = (0..len)
+            .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+            .collect();
+        let found = detect(&text);
+        let mut last_end = 0;
+        for d in &found {
+            assert!(
+                d.span.start < d.span.end && d.span.end <= text.len(),
+                "{text:?}"
+            );
+            assert!(text.is_char_boundary(d.span.start) && text.is_char_boundary(d.span.end));
+            assert!(d.span.start >= last_end, "overlap in {text:?}");
+            last_end = d.span.end;
+        }
+    }
+}
