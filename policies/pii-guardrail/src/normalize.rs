@@ -48,49 +48,115 @@ fn fold(c: char) -> Fold {
     }
 }
 
+/// Where the normalised text and the original line up: from normalised byte `norm` on, bytes
+/// map one to one onto original bytes from `orig` on — until the next anchor. A folded character
+/// (one ASCII byte standing for `folded` original bytes) gets an anchor of its own.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    norm: u32,
+    orig: u32,
+    folded: u8,
+}
+
 /// A normalised copy of a text and the way back to the original.
 #[derive(Debug, Clone)]
 pub struct Normalized {
     text: String,
-    /// For every byte of `text`: the original byte range of the character it came from.
-    /// Empty when the text needed no change (the identity map).
-    origin: Vec<(u32, u32)>,
+    /// Sorted by `norm`; the first is `(0, 0)`. One or two per changed character, so plain text
+    /// costs nothing.
+    anchors: Vec<Anchor>,
     original_len: usize,
+}
+
+/// Whether the UTF-8 sequence starting with `lead, next` may be one [`fold`] changes (U+00A0/00AD,
+/// U+061C, U+0660–0669, U+06F0–06F9, U+2000–207F, U+2212, U+3000, U+FEFF, U+FF0B–FF19). Arabic
+/// letters share lead bytes with the Arabic digits, so the second byte is checked too: ordinary
+/// text is copied without decoding a character.
+fn may_change(lead: u8, next: u8) -> bool {
+    match lead {
+        0xC2 => matches!(next, 0xA0 | 0xAD),
+        0xD8 => next == 0x9C,
+        0xD9 => (0xA0..=0xA9).contains(&next),
+        0xDB => (0xB0..=0xB9).contains(&next),
+        0xE2 => matches!(next, 0x80 | 0x81 | 0x88),
+        0xE3 => next == 0x80,
+        0xEF => matches!(next, 0xBB | 0xBC),
+        _ => false,
+    }
 }
 
 impl Normalized {
     /// Normalises `original`. Texts longer than `u32::MAX` bytes are not expected here (the host
     /// caps messages far below that); offsets saturate rather than wrap.
     pub fn new(original: &str) -> Self {
-        let needs_work = original
-            .chars()
-            .any(|c| !c.is_ascii() && !matches!(fold(c), Fold::Keep));
-        if !needs_work {
-            return Self {
-                text: original.to_owned(),
-                origin: Vec::new(),
-                original_len: original.len(),
-            };
-        }
+        let bytes = original.as_bytes();
         let mut text = String::with_capacity(original.len());
-        let mut origin = Vec::with_capacity(original.len());
-        for (at, c) in original.char_indices() {
-            let span = (offset(at), offset(at + c.len_utf8()));
-            match fold(c) {
-                Fold::Drop => {}
-                Fold::Ascii(b) => {
-                    text.push(char::from(b));
-                    origin.push(span);
+        let mut anchors = vec![Anchor {
+            norm: 0,
+            orig: 0,
+            folded: 0,
+        }];
+        let mut copied = 0; // original bytes before this are in `text` or dropped
+        let mut at = 0;
+        while at < bytes.len() {
+            let lead = bytes[at];
+            if !may_change(lead, bytes.get(at + 1).copied().unwrap_or(0)) {
+                at += 1;
+                continue;
+            }
+            let Some(c) = original.get(at..).and_then(|s| s.chars().next()) else {
+                at += 1;
+                continue;
+            };
+            let width = c.len_utf8();
+            let change = fold(c);
+            if matches!(change, Fold::Keep) {
+                at += width;
+                continue;
+            }
+            text.push_str(&original[copied..at]);
+            match change {
+                Fold::Keep => {}
+                Fold::Drop => {
+                    let anchor = Anchor {
+                        norm: offset(text.len()),
+                        orig: offset(at + width),
+                        folded: 0,
+                    };
+                    match anchors.last_mut() {
+                        Some(last) if last.norm == anchor.norm && last.folded == 0 => {
+                            *last = anchor;
+                        }
+                        _ => anchors.push(anchor),
+                    }
                 }
-                Fold::Keep => {
-                    text.push(c);
-                    origin.extend(std::iter::repeat_n(span, c.len_utf8()));
+                Fold::Ascii(b) => {
+                    let anchor = Anchor {
+                        norm: offset(text.len()),
+                        orig: offset(at),
+                        folded: u8::try_from(width).unwrap_or(u8::MAX),
+                    };
+                    match anchors.last_mut() {
+                        Some(last) if last.norm == anchor.norm && last.folded == 0 => {
+                            *last = anchor;
+                        }
+                        _ => anchors.push(anchor),
+                    }
+                    text.push(char::from(b));
+                    anchors.push(Anchor {
+                        norm: offset(text.len()),
+                        orig: offset(at + width),
+                        folded: 0,
+                    });
                 }
             }
+            at += width;
+            copied = at;
         }
+        text.push_str(&original[copied..]);
         Self {
             text,
-            origin,
+            anchors,
             original_len: original.len(),
         }
     }
@@ -100,21 +166,33 @@ impl Normalized {
         &self.text
     }
 
+    /// The original byte range of the normalised byte `n`.
+    fn origin(&self, n: usize) -> (usize, usize) {
+        let i = self
+            .anchors
+            .partition_point(|a| a.norm as usize <= n)
+            .saturating_sub(1);
+        match self.anchors.get(i) {
+            Some(a) if a.folded > 0 && a.norm as usize == n => {
+                (a.orig as usize, a.orig as usize + usize::from(a.folded))
+            }
+            Some(a) => {
+                let o = a.orig as usize + (n - a.norm as usize);
+                (o, o + 1)
+            }
+            None => (n, n + 1),
+        }
+    }
+
     /// The original byte span of the normalised span `span` (which must be non-empty and lie on
     /// character boundaries of the normalised text, as every detector's span does).
     pub fn to_original(&self, span: Range<usize>) -> Range<usize> {
-        if self.origin.is_empty() {
-            return span.start.min(self.original_len)..span.end.min(self.original_len);
+        if span.is_empty() {
+            let at = self.origin(span.start).0.min(self.original_len);
+            return at..at;
         }
-        let start = self
-            .origin
-            .get(span.start)
-            .map_or(self.original_len, |o| o.0 as usize);
-        let end = span
-            .end
-            .checked_sub(1)
-            .and_then(|last| self.origin.get(last))
-            .map_or(start, |o| o.1 as usize);
+        let start = self.origin(span.start).0.min(self.original_len);
+        let end = self.origin(span.end - 1).1.min(self.original_len);
         start..end.max(start)
     }
 }
@@ -160,6 +238,20 @@ mod tests {
         assert!(s.is_char_boundary(span.start) && s.is_char_boundary(span.end));
         let me = n.text().find("email").unwrap_or(0);
         assert_eq!(&s[n.to_original(me..me + 5)], "email");
+    }
+
+    #[test]
+    fn every_kept_character_maps_back_to_itself() {
+        let s = "\u{200F}أ١b\u{200B}\u{200B}٢ ＋۳c\u{2069}😀٤";
+        let n = Normalized::new(s);
+        assert_eq!(n.text(), "أ1b2 +3c😀4");
+        let t = n.text();
+        let mut pieces = Vec::new();
+        for (at, c) in t.char_indices() {
+            pieces.push(&s[n.to_original(at..at + c.len_utf8())]);
+        }
+        assert_eq!(pieces, ["أ", "١", "b", "٢", " ", "＋", "۳", "c", "😀", "٤"]);
+        assert_eq!(&s[n.to_original(0..t.len())], &s[3..]);
     }
 
     #[test]
