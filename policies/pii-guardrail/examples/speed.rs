@@ -32,13 +32,24 @@ fn prompt() -> String {
     out
 }
 
+/// 2 KB of prose without personal data (the common case).
+fn prose() -> String {
+    let part = "يرجى تلخيص المقال التالي عن الطاقة المتجددة في الخليج وذكر أهم التحديات. \
+                Please keep the answer short and in formal Arabic, with a title. ";
+    part.repeat(2048 / part.len() + 1)
+}
+
 fn main() {
-    let text = prompt();
+    measure("PII-dense prompt", &prompt());
+    measure("prose prompt", &prose());
+}
+
+fn measure(name: &str, text: &str) {
     let mut samples = Vec::with_capacity(20_000);
     for _ in 0..20_000 {
         let started = Instant::now();
         let settings = Settings::parse(black_box(SETTINGS)).unwrap_or_default();
-        let v = check(Stage::Input, "research", &[black_box(&text)], &settings);
+        let v = check(Stage::Input, "research", &[black_box(text)], &settings);
         black_box(v);
         samples.push(started.elapsed().as_nanos());
     }
@@ -47,11 +58,11 @@ fn main() {
     let v = check(
         Stage::Input,
         "research",
-        &[&text],
+        &[text],
         &Settings::parse(SETTINGS).unwrap_or_default(),
     );
     println!(
-        "prompt {} bytes, {} redactions, flagged {:?}: p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs",
+        "{name}, {} bytes, {} redactions, flagged {:?}: p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs",
         text.len(),
         v.redactions.len(),
         v.flagged,

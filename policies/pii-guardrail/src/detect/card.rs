@@ -122,7 +122,7 @@ mod tests {
 
     fn cards(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        for r in runs(text) {
+        for r in runs(text, 0..text.len()) {
             find(text, &r, &mut out);
         }
         out.into_iter().map(|r| &text[r]).collect()

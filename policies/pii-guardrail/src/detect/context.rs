@@ -165,6 +165,20 @@ pub fn nearest_cue(text: &str, span: std::ops::Range<usize>) -> Option<Cue> {
 struct Index {
     by_head: Vec<([u8; 2], usize)>,
     by_tail: Vec<([u8; 2], usize)>,
+    /// Bit `bloom(key)` is set when some word has that head or tail: most positions are turned
+    /// away by one bit test instead of a binary search.
+    heads: [u64; 16],
+    tails: [u64; 16],
+}
+
+fn bloom(k: [u8; 2]) -> (usize, u64) {
+    let h = (usize::from(k[0]) * 31 + usize::from(k[1])) % 1024;
+    (h / 64, 1u64 << (h % 64))
+}
+
+fn may_hold(bits: &[u64; 16], k: [u8; 2]) -> bool {
+    let (word, bit) = bloom(k);
+    bits[word] & bit != 0
 }
 
 fn all_words() -> impl Iterator<Item = (&'static str, Cue, bool)> {
@@ -197,7 +211,22 @@ fn index() -> &'static Index {
         }
         by_head.sort_unstable();
         by_tail.sort_unstable();
-        Index { by_head, by_tail }
+        let mut heads = [0u64; 16];
+        let mut tails = [0u64; 16];
+        for (k, _) in &by_head {
+            let (w, b) = bloom(*k);
+            heads[w] |= b;
+        }
+        for (k, _) in &by_tail {
+            let (w, b) = bloom(*k);
+            tails[w] |= b;
+        }
+        Index {
+            by_head,
+            by_tail,
+            heads,
+            tails,
+        }
     })
 }
 
@@ -221,7 +250,11 @@ fn word(i: usize) -> Option<(&'static str, Cue, bool)> {
 fn nearest_before(h: &[u8]) -> Option<Cue> {
     let index = index();
     (2..=h.len()).rev().find_map(|end| {
-        lookup(&index.by_tail, key(h[end - 2], h[end - 1])).find_map(|i| {
+        let k = key(h[end - 2], h[end - 1]);
+        if !may_hold(&index.tails, k) {
+            return None;
+        }
+        lookup(&index.by_tail, k).find_map(|i| {
             let (word, cue, after_only) = self::word(i)?;
             let w = word.as_bytes();
             let start = end.checked_sub(w.len())?;
@@ -235,7 +268,11 @@ fn nearest_before(h: &[u8]) -> Option<Cue> {
 fn nearest_after(h: &[u8]) -> Option<Cue> {
     let index = index();
     (0..h.len().saturating_sub(1)).find_map(|start| {
-        lookup(&index.by_head, key(h[start], h[start + 1])).find_map(|i| {
+        let k = key(h[start], h[start + 1]);
+        if !may_hold(&index.heads, k) {
+            return None;
+        }
+        lookup(&index.by_head, k).find_map(|i| {
             let (word, cue, _) = self::word(i)?;
             let w = word.as_bytes();
             (matches_at(h, start, w) && (!word.is_ascii() || starts_word(h, start))).then_some(cue)

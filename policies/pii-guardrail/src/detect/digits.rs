@@ -91,14 +91,14 @@ impl<'t> Run<'t> {
     }
 }
 
-/// Finds every numeric run in `text`. A run starts at a digit that does not follow a letter or a
+/// Finds every numeric run starting in `region` of `text`. A run starts at a digit that does not follow a letter or a
 /// digit and ends at a digit; a run that runs into a letter (`12ab`) is still reported, the
 /// detectors check [`Run::next_byte`].
-pub fn runs(text: &str) -> Vec<Run<'_>> {
+pub fn runs(text: &str, region: Range<usize>) -> Vec<Run<'_>> {
     let b = text.as_bytes();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
+    let mut i = region.start;
+    while i < region.end.min(b.len()) {
         if !b[i].is_ascii_digit() {
             i += 1;
             continue;
@@ -181,9 +181,13 @@ pub fn luhn_valid(digits: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn all_runs(text: &str) -> Vec<Run<'_>> {
+        runs(text, 0..text.len())
+    }
+
     #[test]
     fn groups_and_separators() {
-        let rs = runs("call +46 (0)8 928 571 38 now");
+        let rs = all_runs("call +46 (0)8 928 571 38 now");
         assert_eq!(rs.len(), 1);
         let r = &rs[0];
         assert!(r.plus);
@@ -197,13 +201,13 @@ mod tests {
 
     #[test]
     fn words_with_digits_are_not_runs() {
-        assert!(runs("abc123 x4587 v2").is_empty());
-        assert!(runs("INV-2024-0501234567")[0].in_code);
+        assert!(all_runs("abc123 x4587 v2").is_empty());
+        assert!(all_runs("INV-2024-0501234567")[0].in_code);
     }
 
     #[test]
     fn sentence_end_is_not_a_separator_with_a_space() {
-        let rs = runs("0501234567. 123");
+        let rs = all_runs("0501234567. 123");
         assert_eq!(rs.len(), 2);
     }
 

@@ -17,11 +17,12 @@ fn domain_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-')
 }
 
-pub fn find(text: &str, out: &mut Vec<Range<usize>>) {
+/// Addresses whose `@` lies in `region` of `text`.
+pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
     let b = text.as_bytes();
-    let mut from = 0;
+    let mut from = region.start;
     while let Some(rel) = b
-        .get(from..)
+        .get(from..region.end)
         .and_then(|s| s.iter().position(|&c| c == b'@'))
     {
         let at = from + rel;
@@ -72,7 +73,7 @@ mod tests {
 
     fn emails(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, 0..text.len(), &mut out);
         out.into_iter().map(|r| &text[r]).collect()
     }
 

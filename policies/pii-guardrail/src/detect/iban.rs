@@ -111,10 +111,11 @@ fn expected_length(country: [u8; 2]) -> Option<usize> {
     LENGTHS.iter().find(|(c, _)| **c == upper).map(|&(_, n)| n)
 }
 
-pub fn find(text: &str, out: &mut Vec<Range<usize>>) {
+/// IBANs starting in `region` of `text`.
+pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
     let b = text.as_bytes();
-    let mut i = 0;
-    while i + 4 <= b.len() {
+    let mut i = region.start;
+    while i < region.end && i + 4 <= b.len() {
         let starts = i == 0 || !b[i - 1].is_ascii_alphanumeric();
         let head = starts
             && b[i].is_ascii_alphabetic()
@@ -182,7 +183,7 @@ mod tests {
 
     fn ibans(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, 0..text.len(), &mut out);
         out.into_iter().map(|r| &text[r]).collect()
     }
 

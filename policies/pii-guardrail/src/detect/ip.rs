@@ -5,10 +5,11 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 
-pub fn find(text: &str, out: &mut Vec<Range<usize>>) {
+/// Addresses starting in `region` of `text`.
+pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
     let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
+    let mut i = region.start;
+    while i < region.end.min(b.len()) {
         let c = b[i];
         let candidate = c.is_ascii_hexdigit() || c == b':';
         let starts =
@@ -65,7 +66,7 @@ mod tests {
 
     fn ips(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, &mut out);
+        find(text, 0..text.len(), &mut out);
         out.into_iter().map(|r| &text[r]).collect()
     }
 

@@ -53,24 +53,61 @@ pub fn detect_normalized(text: &str) -> Vec<Detection> {
     let take = |kind, spans: &mut Vec<Range<usize>>, found: &mut Vec<_>| {
         found.extend(spans.drain(..).map(|s| (kind, s)));
     };
-    email::find(text, &mut spans);
-    take(EntityKind::Email, &mut spans, &mut found);
-    iban::find(text, &mut spans);
-    take(EntityKind::Iban, &mut spans, &mut found);
-    ip::find(text, &mut spans);
-    take(EntityKind::IpAddress, &mut spans, &mut found);
-    for run in digits::runs(text) {
-        // Nothing below has fewer than 7 digits (the shortest phone number).
-        if run.groups.iter().map(|g| g.len()).sum::<usize>() < 7 {
-            continue;
+    for region in regions(text) {
+        email::find(text, region.clone(), &mut spans);
+        take(EntityKind::Email, &mut spans, &mut found);
+        iban::find(text, region.clone(), &mut spans);
+        take(EntityKind::Iban, &mut spans, &mut found);
+        ip::find(text, region.clone(), &mut spans);
+        take(EntityKind::IpAddress, &mut spans, &mut found);
+        for run in digits::runs(text, region) {
+            // Nothing below has fewer than 7 digits (the shortest phone number).
+            if run.groups.iter().map(|g| g.len()).sum::<usize>() < 7 {
+                continue;
+            }
+            card::find(text, &run, &mut spans);
+            take(EntityKind::CreditCard, &mut spans, &mut found);
+            ids::find(text, &run, &mut found);
+            phone::find(text, &run, &mut spans);
+            take(EntityKind::Phone, &mut spans, &mut found);
         }
-        card::find(text, &run, &mut spans);
-        take(EntityKind::CreditCard, &mut spans, &mut found);
-        ids::find(text, &run, &mut found);
-        phone::find(text, &run, &mut spans);
-        take(EntityKind::Phone, &mut spans, &mut found);
     }
     resolve(found)
+}
+
+/// How far a region reaches from the byte that caused it (an e-mail address is at most 254
+/// bytes), and how close two regions must be to merge (an IBAN group of letters, `WEST`, sits
+/// between groups with digits).
+const REACH: usize = 256;
+const MERGE_GAP: usize = 16;
+
+/// The parts of `text` any detector could match in: every entity holds an ASCII digit, an `@`
+/// or a `:` (after normalisation), so only the whitespace-delimited tokens around those bytes,
+/// and the gaps between close ones, are scanned. Prose without digits costs one pass.
+fn regions(text: &str) -> Vec<Range<usize>> {
+    let b = text.as_bytes();
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut i = 0;
+    while let Some(rel) = b.get(i..).and_then(|s| {
+        s.iter()
+            .position(|&c| c.is_ascii_digit() || c == b'@' || c == b':')
+    }) {
+        let at = i + rel;
+        let mut start = at;
+        while start > 0 && !b[start - 1].is_ascii_whitespace() && at - start < REACH {
+            start -= 1;
+        }
+        let mut end = at + 1;
+        while end < b.len() && !b[end].is_ascii_whitespace() && end - at < REACH {
+            end += 1;
+        }
+        match out.last_mut() {
+            Some(last) if start <= last.end + MERGE_GAP => last.end = last.end.max(end),
+            _ => out.push(start..end),
+        }
+        i = end.max(at + 1);
+    }
+    out
 }
 
 /// Keeps the strongest of overlapping detections: higher priority first, then the longer span,
