@@ -41,7 +41,7 @@ const EGYPT_GOVERNORATES: [u8; 28] = [
 /// the Ministry of Interior computes. No algorithm for that digit is published (Luhn and the
 /// circulating weighted mod-11 both fail on the published sample `29501023201952`), so it is not
 /// checked: a valid date and governorate are what separate an id from 14 random digits (about 1 in
-/// 60 random 14-digit strings starting with 2 or 3 passes).
+/// 100 random 14-digit strings starting with 2 or 3 passes).
 pub fn is_egyptian_id(digits: &str) -> bool {
     let b = digits.as_bytes();
     if b.len() != 14 || !b.iter().all(u8::is_ascii_digit) {

@@ -90,6 +90,11 @@ fn each_kind_in_english() {
     assert_eq!(kinds("mail me: first.last@corp.example.ae"), [Email]);
     assert_eq!(kinds("card 5555 5555 5555 4444 exp 12/27"), [CreditCard]);
     assert_eq!(kinds("wire to DE89 3704 0044 0532 0130 00"), [Iban]);
+    // A group of letters between groups of digits stays inside the scanned region.
+    assert_eq!(
+        found("IBAN GB82 WEST 1234 5698 7654 32."),
+        [(Iban, "GB82 WEST 1234 5698 7654 32")]
+    );
     assert_eq!(
         kinds("from 192.168.10.1 and fe80::1ff:fe23:4567:890a"),
         [IpAddress, IpAddress]
