@@ -5,6 +5,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 
+use super::context::{Cue, nearest_cue};
+
 /// Addresses starting in `region` of `text`.
 pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
     let b = text.as_bytes();
@@ -29,7 +31,9 @@ pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
         }
         let followed_by_word = b.get(end).is_some_and(|x| x.is_ascii_alphanumeric());
         let token = &text[i..trimmed];
-        if !followed_by_word && (is_ipv4(token) || is_ipv6(token)) {
+        // A dotted quad after "version", "build", "الإصدار"… is a version number.
+        let version = || nearest_cue(text, i..trimmed) == Some(Cue::Other);
+        if !followed_by_word && ((is_ipv4(token) && !version()) || is_ipv6(token)) {
             out.push(i..trimmed);
         } else if let Some((address, port)) = token.rsplit_once(':')
             && !followed_by_word
@@ -92,6 +96,7 @@ mod tests {
     #[test]
     fn rejects_look_alikes() {
         assert!(ips("version 1.2.3.4.5").is_empty());
+        assert!(ips("version 1.2.3.4 and الإصدار 10.0.19041.1").is_empty());
         assert!(ips("256.1.1.1").is_empty());
         assert!(ips("at 12:30:45 today").is_empty());
         assert!(ips("price 1.250.000").is_empty());

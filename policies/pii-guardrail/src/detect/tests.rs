@@ -63,6 +63,8 @@ fn dates_prices_and_order_numbers_are_not_entities() {
         "call me at 10:30",
         "the ISBN 978-3-16-148410-0",
         "room 1234567 building 7",
+        "created at timestamp 1712345675 by the job",
+        "upgrade to version 4.2.0.1 tonight",
     ] {
         assert!(found(text).is_empty(), "{text}: {:?}", found(text));
     }
@@ -103,6 +105,7 @@ fn each_kind_in_english() {
     assert_eq!(kinds("my ssn is 460899847"), [UsSsn]);
     assert_eq!(kinds("a 460899847 b"), Vec::<EntityKind>::new());
     assert_eq!(kinds("iqama 2000000006"), [SaudiId]);
+    assert_eq!(kinds("رقم 1712345675"), [SaudiId]); // the timestamp below, without its word
     assert_eq!(
         kinds("call (212) 555-0143 or +44 20 7946 0958"),
         [Phone, Phone]
