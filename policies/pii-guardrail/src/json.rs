@@ -401,4 +401,51 @@ mod tests {
         );
         assert!(parse("\"\\ud800\"").is_err());
     }
+
+    /// Seeded random documents over JSON's alphabet: parsing never panics (a panicking guest
+    /// traps, and the request fails closed).
+    #[test]
+    fn random_documents_never_panic() {
+        const PIECES: &[&str] = &[
+            "{",
+            "}",
+            "[",
+            "]",
+            ":",
+            ",",
+            "\"",
+            "\\",
+            "\\u",
+            "d83d",
+            "00e9",
+            "a",
+            "1",
+            "-",
+            ".",
+            "e",
+            "+",
+            "0",
+            "true",
+            "nul",
+            " ",
+            "\n",
+            "é",
+            "😀",
+            "\"default\"",
+            "\"block\"",
+        ];
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..5000 {
+            let mut doc = String::new();
+            for _ in 0..(state % 40) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                doc.push_str(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let _ = parse(&doc);
+            let _ = crate::settings::Settings::parse(&doc);
+        }
+    }
 }
