@@ -10,13 +10,21 @@ mod component {
     wit_bindgen::generate!({ world: "guardrail-policy", path: "../../../wit" });
 
     use exports::sovereign::policy::guardrail::{Guest, Message, Stage, Verdict};
-    use sovereign::policy::types::RequestFacts;
+    use sovereign::policy::types::{Rejection, RequestFacts};
 
     struct AllowAll;
 
     impl Guest for AllowAll {
-        fn check(_stage: Stage, _facts: RequestFacts, _messages: Vec<Message>) -> Verdict {
-            Verdict::Allow
+        fn check(
+            _stage: Stage,
+            _facts: RequestFacts,
+            _messages: Vec<Message>,
+        ) -> Result<Verdict, Rejection> {
+            Ok(Verdict {
+                block: None,
+                redactions: Vec::new(),
+                flagged: Vec::new(),
+            })
         }
     }
 

@@ -1,0 +1,87 @@
+//! The built-in PII guardrail: a guardrail policy component. It finds personal data in the
+//! messages it is given (stage `input`) or in an answer (stage `output`) and answers, per entity
+//! kind and team, block, redact (with a placeholder such as `[EMAIL]`) or flag.
+//!
+//! The logic is plain Rust tested natively: [`normalize`] (digit folding and invisible
+//! characters, with a map back to original byte offsets), [`detect`] (the detectors),
+//! [`settings`] (the JSON settings, read by [`json`]), [`verdict`] (detections to verdict), [`stream`] (the
+//! hold-back window for streamed answers). The component glue below only converts between the
+//! WIT types and those. See docs/GUARDRAIL.md.
+
+pub mod detect;
+pub mod entity;
+pub mod json;
+pub mod normalize;
+pub mod settings;
+pub mod stream;
+pub mod verdict;
+
+#[cfg(target_arch = "wasm32")]
+mod component {
+    #![allow(
+        unsafe_code,
+        reason = "wit-bindgen's generated glue is unsafe by nature"
+    )]
+
+    wit_bindgen::generate!({ world: "guardrail-policy", path: "../../wit" });
+
+    use exports::sovereign::policy::guardrail::{
+        Guest, Message, Redaction, Stage, Verdict, Violation,
+    };
+    use sovereign::policy::host::{self, Level};
+    use sovereign::policy::types::{Rejection, RequestFacts};
+
+    use crate::settings::Settings;
+    use crate::verdict::{self, Violation as PureViolation};
+
+    struct PiiGuardrail;
+
+    fn misconfigured(message: String) -> Rejection {
+        host::log(Level::Error, &message);
+        Rejection {
+            status: 500,
+            code: "policy_misconfigured".into(),
+            message,
+        }
+    }
+
+    impl Guest for PiiGuardrail {
+        fn check(
+            stage: Stage,
+            facts: RequestFacts,
+            messages: Vec<Message>,
+        ) -> Result<Verdict, Rejection> {
+            let settings = match host::config_get("settings") {
+                Some(text) => Settings::parse(&text).map_err(|e| misconfigured(e.to_string()))?,
+                None => Settings::default(),
+            };
+            let stage = match stage {
+                Stage::Input => verdict::Stage::Input,
+                Stage::Output => verdict::Stage::Output,
+            };
+            let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+            let v = verdict::check(stage, &facts.team_id, &contents, &settings);
+            Ok(Verdict {
+                block: v.block.map(|b| Violation {
+                    violation_type: PureViolation::TYPE.into(),
+                    entities: b.entities.iter().map(|k| k.name().into()).collect(),
+                    action_taken: b.action_taken.into(),
+                }),
+                redactions: v
+                    .redactions
+                    .into_iter()
+                    .map(|r| Redaction {
+                        message: r.message,
+                        start: r.start,
+                        end: r.end,
+                        replacement: r.replacement.into(),
+                        entity: r.entity.name().into(),
+                    })
+                    .collect(),
+                flagged: v.flagged.iter().map(|k| k.name().into()).collect(),
+            })
+        }
+    }
+
+    export!(PiiGuardrail);
+}
