@@ -13,6 +13,7 @@ pub mod http;
 pub mod journal;
 pub mod metrics;
 pub mod policy;
+pub mod residency;
 pub mod routing;
 pub mod simulator;
 pub mod store;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::config::{AUTO_ROUTER, Config, ModelConfig, ModelKind};
 use crate::policy::{CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts};
+use crate::residency::Boundary;
 use registry::{PolicyRegistry, WatchedFiles};
 
 /// `X-Route-Policy` when no router policy decided: none is configured, or it failed.
@@ -91,7 +92,7 @@ impl Router {
             PolicyRegistry::new(
                 host,
                 limits,
-                candidates(config),
+                candidates(config, &Boundary::OPEN),
                 wasm,
                 r.document.as_deref().map(Arc::from),
             )
@@ -114,11 +115,14 @@ impl Router {
     }
 
     /// Chooses the model for a request to an endpoint serving models of `kind`.
+    /// The router policy sees only the candidates inside `boundary` (the residency guard,
+    /// `crate::residency`, checks the answer again).
     pub async fn route(
         &self,
         config: &Config,
         facts: &RouteFacts,
         kind: ModelKind,
+        boundary: &Boundary<'_>,
     ) -> Result<Route, RoutingError> {
         let requested = facts.requested_model.as_str();
         if requested != AUTO_ROUTER {
@@ -138,10 +142,11 @@ impl Router {
             let active = registry.active();
             let policy = &active.policy;
             let now = std::time::Instant::now();
-            if !self.breaker.allow(policy.id(), now) {
+            let candidates = candidates(config, boundary);
+            if candidates.is_empty() || !self.breaker.allow(policy.id(), now) {
                 return self.default_route(config, kind);
             }
-            match policy.route(facts, &candidates(config)).await {
+            match policy.route(facts, &candidates).await {
                 Ok(d) => {
                     self.breaker.success(policy.id());
                     return Ok(Route {
@@ -204,11 +209,11 @@ impl Router {
 }
 
 /// The models a router may choose: every chat model, with what the gateway knows of its health.
-fn candidates(config: &Config) -> Vec<Candidate> {
+fn candidates(config: &Config, boundary: &Boundary<'_>) -> Vec<Candidate> {
     config
         .models
         .iter()
-        .filter(|m| m.kind == ModelKind::Chat)
+        .filter(|m| m.kind == ModelKind::Chat && boundary.admits(m))
         .map(|m| Candidate {
             model: m.clone(),
             healthy: true,

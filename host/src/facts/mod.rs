@@ -143,7 +143,10 @@ impl FactsEngine {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let requested_model = body.get("model").and_then(Value::as_str).unwrap_or_default();
+        let requested_model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         // Only the router reads the language: a request naming its model skips the detector,
         // which is most of this step's cost (~60 µs of ~70).
         let routed = requested_model == crate::config::AUTO_ROUTER;

@@ -34,6 +34,7 @@ use crate::events::Event;
 use crate::facts;
 use crate::metrics::Metrics;
 use crate::policy::RouteFacts;
+use crate::residency::{self, Boundary};
 use crate::routing::Route;
 use crate::upstream::{Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
 
@@ -60,15 +61,25 @@ pub async fn chat_completions(
         team_id: principal.team_id.clone(),
         key_id: principal.key_id.clone(),
         actor_id: actor.clone(),
+        allowed_regions: principal.allowed_regions.clone(),
         ..RouteFacts::default()
     });
+    let boundary = Boundary {
+        allowed_regions: &principal.allowed_regions,
+        sensitive: facts
+            .classification
+            .as_deref()
+            .is_some_and(residency::is_sensitive_label),
+    };
 
     // 3. Routing: an explicit model, or the router policy's choice.
     let route = app
         .0
         .router
-        .route(&app.0.config, &route_facts, ModelKind::Chat)
+        .route(&app.0.config, &route_facts, ModelKind::Chat, &boundary)
         .await?;
+    // 3b. The residency guard: no policy overrides it (451 when nothing complies).
+    let route = residency::guard(route, &boundary, &app.0.config, ModelKind::Chat)?;
 
     if route.decided_by_policy() {
         app.0.events.emit(Event::now(

@@ -36,11 +36,20 @@ pub async fn embeddings(
         key_id: principal.key_id.clone(),
         ..RouteFacts::default()
     };
+    let sensitive = headers
+        .get(crate::facts::CLASSIFICATION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| crate::residency::is_sensitive_label(&v.trim().to_ascii_lowercase()));
+    let boundary = crate::residency::Boundary {
+        allowed_regions: &principal.allowed_regions,
+        sensitive,
+    };
     let route = app
         .0
         .router
-        .route(&app.0.config, &facts, ModelKind::Embedding)
+        .route(&app.0.config, &facts, ModelKind::Embedding, &boundary)
         .await?;
+    let route = crate::residency::guard(route, &boundary, &app.0.config, ModelKind::Embedding)?;
     let model = &route.model;
     let input_tokens = input_tokens(&app, request.body.get("input"));
     let actor = spend::actor(&request.body, &headers, &principal);

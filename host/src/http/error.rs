@@ -200,6 +200,22 @@ impl From<BudgetError> for ApiError {
     }
 }
 
+impl From<crate::residency::Breach> for ApiError {
+    fn from(b: crate::residency::Breach) -> Self {
+        let code = match b {
+            crate::residency::Breach::Region { .. } => "region_not_allowed",
+            crate::residency::Breach::NotLocal { .. } => "sensitive_requires_local",
+            crate::residency::Breach::NoCandidate => "no_compliant_model",
+        };
+        ApiError::new(
+            StatusCode::UNAVAILABLE_FOR_LEGAL_REASONS,
+            "sovereignty_error",
+            b.to_string(),
+        )
+        .with_code(code)
+    }
+}
+
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
         use crate::store::StoreError as S;
