@@ -89,3 +89,14 @@ def test_sensitive_with_only_cloud_models_allowed_is_451(routed, keys):
         # Embeddings are guarded too.
         r = c.post("/v1/embeddings", json={"model": "multilingual-e5-small", "input": "x"})
         assert r.status_code == 451 and r.json()["error"]["code"] == "region_not_allowed"
+
+
+def test_a_sensitive_only_team_stays_local_without_asking(routed, keys):
+    secret = member_of(routed, keys, sensitive_only=True)
+    with httpx.Client(base_url=routed.url, headers={"Authorization": f"Bearer {secret}"}) as c:
+        r = c.post("/v1/chat/completions", json={"model": "auto-router", **ASK})
+        assert r.status_code == 200, r.text
+        local = {m["id"] for m in harness.FLEET if m["local"]}
+        assert r.json()["model"] in local
+        r = c.post("/v1/chat/completions", json={"model": "magistral-small", **ASK})
+        assert r.status_code == 451 and r.json()["error"]["code"] == "sensitive_requires_local"

@@ -43,6 +43,8 @@ pub struct Principal {
     pub team_tokens_per_day: Option<u64>,
     /// Regions the team may use; empty: all.
     pub allowed_regions: Vec<String>,
+    /// Every request of the team is sensitive (local models only).
+    pub sensitive_only: bool,
 }
 
 impl Principal {
@@ -78,6 +80,7 @@ impl Principal {
             key_tokens_per_day: key.tpd.or(plan.tokens_per_day),
             team_tokens_per_day: team.token_cap_per_day.or(plan.tokens_per_day),
             allowed_regions: team.allowed_regions.clone(),
+            sensitive_only: team.sensitive_only,
         })
     }
 
@@ -105,6 +108,7 @@ impl Principal {
             key_tokens_per_day: None,
             team_tokens_per_day: None,
             allowed_regions: Vec::new(),
+            sensitive_only: false,
         }
     }
 }

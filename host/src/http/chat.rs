@@ -66,10 +66,11 @@ pub async fn chat_completions(
     });
     let boundary = Boundary {
         allowed_regions: &principal.allowed_regions,
-        sensitive: facts
-            .classification
-            .as_deref()
-            .is_some_and(residency::is_sensitive_label),
+        sensitive: principal.sensitive_only
+            || facts
+                .classification
+                .as_deref()
+                .is_some_and(residency::is_sensitive_label),
     };
 
     // 3. Routing: an explicit model, or the router policy's choice.

@@ -36,10 +36,11 @@ pub async fn embeddings(
         key_id: principal.key_id.clone(),
         ..RouteFacts::default()
     };
-    let sensitive = headers
-        .get(crate::facts::CLASSIFICATION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| crate::residency::is_sensitive_label(&v.trim().to_ascii_lowercase()));
+    let sensitive = principal.sensitive_only
+        || headers
+            .get(crate::facts::CLASSIFICATION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| crate::residency::is_sensitive_label(&v.trim().to_ascii_lowercase()));
     let boundary = crate::residency::Boundary {
         allowed_regions: &principal.allowed_regions,
         sensitive,

@@ -26,6 +26,8 @@ struct Create {
     token_cap_per_day: Option<u64>,
     #[serde(default)]
     allowed_regions: Vec<String>,
+    #[serde(default)]
+    sensitive_only: bool,
 }
 
 fn plan(v: &str) -> Result<Plan, ApiError> {
@@ -60,6 +62,7 @@ pub async fn create(
         budget: c.budget.map(|b| params::money("budget", b)).transpose()?,
         token_cap_per_day: c.token_cap_per_day,
         allowed_regions: regions(c.allowed_regions)?,
+        sensitive_only: c.sensitive_only,
     };
     let team = app.0.store.create_team(new).await?;
     Ok((StatusCode::CREATED, Json(render(&app, &team).await?)).into_response())
@@ -144,6 +147,8 @@ fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
                     .collect::<Result<Vec<_>, _>>()?;
                 p.allowed_regions = Some(regions(list)?);
             }
+            ("sensitive_only", Value::Bool(b)) => p.sensitive_only = Some(b),
+            ("sensitive_only", _) => return Err(bad_type(&k, "true or false")),
             ("name" | "plan", _) => return Err(bad_type(&k, "a string")),
             ("budget", _) => return Err(bad_type(&k, "a number or null")),
             ("token_cap_per_day", _) => return Err(bad_type(&k, "an integer or null")),
@@ -152,7 +157,7 @@ fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
                 return Err(ApiError::invalid(
                     &k,
                     format!(
-                        "Unknown field `{k}`: a team has name, plan, budget, token_cap_per_day, allowed_regions."
+                        "Unknown field `{k}`: a team has name, plan, budget, token_cap_per_day, allowed_regions, sensitive_only."
                     ),
                 ));
             }
@@ -192,6 +197,7 @@ async fn render(app: &AppState, t: &Team) -> Result<Value, ApiError> {
         "budget": t.budget.map(units),
         "token_cap_per_day": t.token_cap_per_day,
         "allowed_regions": t.allowed_regions,
+        "sensitive_only": t.sensitive_only,
         "spend": budget_json(app, b),
         "created_at": t.created_at / 1000,
         "updated_at": t.updated_at / 1000,

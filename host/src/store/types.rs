@@ -80,6 +80,8 @@ pub struct Team {
     pub token_cap_per_day: Option<u64>,
     /// Regions whose models the team may use; empty means every region.
     pub allowed_regions: Vec<String>,
+    /// Every request of the team is sensitive: processed on local models only.
+    pub sensitive_only: bool,
     pub created_at: UnixMillis,
     pub updated_at: UnixMillis,
 }
@@ -94,6 +96,7 @@ pub struct NewTeam {
     pub budget: Option<Micros>,
     pub token_cap_per_day: Option<u64>,
     pub allowed_regions: Vec<String>,
+    pub sensitive_only: bool,
 }
 
 /// A partial update: `None` leaves a field as it is; `Some(None)` clears an optional one.
@@ -104,6 +107,7 @@ pub struct TeamPatch {
     pub budget: Option<Option<Micros>>,
     pub token_cap_per_day: Option<Option<u64>>,
     pub allowed_regions: Option<Vec<String>>,
+    pub sensitive_only: Option<bool>,
 }
 
 /// Whether a key authenticates now, and if not, why not.

@@ -75,6 +75,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX usage_by_team ON usage(team_id, at);
     CREATE INDEX usage_by_key ON usage(key_id, at);
     ",
+    // 3: teams whose every request is sensitive (processed on local models only).
+    r"
+    ALTER TABLE teams ADD COLUMN sensitive_only INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -9,7 +9,7 @@ use crate::store::{
 };
 
 const SELECT: &str = "SELECT t.id, t.name, t.plan, b.limit_micros, t.token_cap_per_day,
-        t.allowed_regions, t.created_at, t.updated_at
+        t.allowed_regions, t.created_at, t.updated_at, t.sensitive_only
     FROM teams t LEFT JOIN budgets b ON b.scope = 'team:' || t.id";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<(Team, String)> {
@@ -24,6 +24,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<(Team, String)> {
             budget: r.get(3)?,
             token_cap_per_day: cap.and_then(|c| u64::try_from(c).ok()),
             allowed_regions: Vec::new(),
+            sensitive_only: r.get::<_, i64>(8)? != 0,
             created_at: r.get(6)?,
             updated_at: r.get(7)?,
         },
@@ -99,15 +100,17 @@ pub(super) fn create(conn: &mut Connection, now: UnixMillis, new: NewTeam) -> St
     };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute(
-        "INSERT INTO teams (id, name, plan, token_cap_per_day, allowed_regions, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        "INSERT INTO teams (id, name, plan, token_cap_per_day, allowed_regions, created_at,
+             updated_at, sensitive_only)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
         params![
             id.0,
             new.name,
             new.plan.as_str(),
             opt_i64_of(new.token_cap_per_day, "token_cap_per_day")?,
             to_json(&new.allowed_regions)?,
-            now
+            now,
+            i64::from(new.sensitive_only)
         ],
     )?;
     tx.execute(
@@ -145,9 +148,12 @@ pub(super) fn update(
     if let Some(regions) = patch.allowed_regions {
         team.allowed_regions = regions;
     }
+    if let Some(sensitive_only) = patch.sensitive_only {
+        team.sensitive_only = sensitive_only;
+    }
     tx.execute(
         "UPDATE teams SET name = ?2, plan = ?3, token_cap_per_day = ?4, allowed_regions = ?5,
-             updated_at = ?6
+             updated_at = ?6, sensitive_only = ?7
          WHERE id = ?1",
         params![
             id.0,
@@ -155,7 +161,8 @@ pub(super) fn update(
             team.plan.as_str(),
             opt_i64_of(team.token_cap_per_day, "token_cap_per_day")?,
             to_json(&team.allowed_regions)?,
-            now
+            now,
+            i64::from(team.sensitive_only)
         ],
     )?;
     if let Some(budget) = patch.budget {

@@ -43,6 +43,7 @@ async fn teams_create_get_list_update_delete() {
             budget: Some(5_000_000),
             token_cap_per_day: Some(100_000),
             allowed_regions: vec!["sa-riyadh".into()],
+            sensitive_only: false,
         })
         .await
         .unwrap();
