@@ -2,23 +2,15 @@
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    #![allow(
-        unsafe_code,
-        reason = "wit-bindgen's generated glue is unsafe by nature"
-    )]
-
-    wit_bindgen::generate!({ world: "guardrail-policy", path: "../../../wit" });
-
-    use exports::sovereign::policy::guardrail::{Guest, Message, Stage, Verdict};
-    use sovereign::policy::types::RequestFacts;
+    use sovereign_policy_sdk::guardrail::{Guardrail, Message, RequestFacts, Stage, Verdict};
 
     struct AllowAll;
 
-    impl Guest for AllowAll {
+    impl Guardrail for AllowAll {
         fn check(_stage: Stage, _facts: RequestFacts, _messages: Vec<Message>) -> Verdict {
             Verdict::Allow
         }
     }
 
-    export!(AllowAll);
+    sovereign_policy_sdk::export_guardrail!(AllowAll);
 }
