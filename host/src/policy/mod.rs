@@ -7,6 +7,7 @@
 
 mod bindings;
 mod cache;
+pub mod golden;
 mod pool;
 mod router;
 
