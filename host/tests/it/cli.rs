@@ -179,3 +179,35 @@ fn policy_test_fails_a_guest_that_loops_and_a_component_of_the_wrong_world() {
         "{out}"
     );
 }
+
+#[test]
+fn policy_test_takes_candidates_and_limits_from_a_gateway_config() {
+    let dir = temp_dir("config");
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "sovereign_id = \"t\"\nregion = \"r\"\ndefault_model = \"local-en\"\n\
+             [server]\nlisten = \"127.0.0.1:0\"\n\
+             [routing]\ncomponent = {:?}\ndeadline_ms = 250\nmemory_mb = 24\npool = \"warm\"\n\
+             [[models]]\nid = \"local-en\"\nfamily = \"f\"\nkind = \"chat\"\nlanguages = [\"en\"]\n\
+             region = \"r\"\nlocal = true\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+             [[models]]\nid = \"remote-ar\"\nfamily = \"f\"\nkind = \"chat\"\nlanguages = [\"ar\"]\n\
+             region = \"r\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+            policy_artifacts::RUST_ROUTER_EXAMPLE
+        ),
+    )
+    .unwrap();
+    let (code, out) = policy_test(&[
+        policy_artifacts::RUST_ROUTER_EXAMPLE,
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("deadline 250ms, memory 24 MiB, pool warm; 2 candidates"),
+        "{out}"
+    );
+    let ar = out.lines().find(|l| l.contains("ar-short")).unwrap();
+    assert!(ar.contains("-> remote-ar (rule `remote-speaker`"), "{ar}");
+}
