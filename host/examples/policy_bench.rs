@@ -2,7 +2,12 @@
 //! per call (instantiation included), the seed policy document read and parsed by the guest, the
 //! answer checked by the host. Prints p50/p99/mean over the calls, and the load times.
 //!
+//! Then, when `scripts/build-examples` has built them (`target/examples/`), the same for the
+//! example routers in Rust, Python and JavaScript, each with a fresh instance per call and with a
+//! warm pool (`PoolMode::Warm`).
+//!
 //! ```sh
+//! scripts/build-examples
 //! cargo run --release -p sovereign --example policy_bench -- [calls]
 //! ```
 
@@ -16,7 +21,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use sovereign::config::Config;
-use sovereign::policy::{CallLimits, Candidate, HostConfig, PolicyHost, RouteFacts, RouterPolicy};
+use sovereign::policy::{
+    CallLimits, Candidate, HostConfig, PolicyHost, PoolMode, RouteFacts, RouterPolicy,
+};
 
 const SEED_POLICY: &str = "\
 name: sovereign-default
@@ -153,6 +160,65 @@ fn main() {
             pct(&times, 0.50).as_secs_f64() * 1e6,
             pct(&times, 0.99).as_secs_f64() * 1e6,
         );
+        examples(&host, &facts, &f, calls).await;
         let _ = std::fs::remove_dir_all(cache);
     });
+}
+
+/// The example routers (`target/examples/*.wasm`), fresh and warm.
+async fn examples(host: &PolicyHost, facts: &[RouteFacts], f: &[Candidate], calls: usize) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/examples");
+    for name in ["rust_router", "python_router", "js_router"] {
+        let path = dir.join(format!("{name}.wasm"));
+        let Ok(wasm) = std::fs::read(&path) else {
+            println!("{name}: not built (scripts/build-examples), skipped");
+            continue;
+        };
+        for pool in [PoolMode::Fresh, PoolMode::Warm] {
+            let limits = CallLimits {
+                // Generous: this measures cost, not whether a call meets the 5 ms default.
+                deadline: Duration::from_millis(100),
+                memory_bytes: 64 << 20,
+                pool,
+                warm_max_calls: 1000,
+            };
+            let t = Instant::now();
+            let policy = RouterPolicy::load(
+                host,
+                name,
+                wasm.clone(),
+                HashMap::new(),
+                limits,
+                candidates(),
+            )
+            .await
+            .unwrap();
+            let load = t.elapsed();
+            // Fresh Python instances cost ~1 ms each: fewer calls keep the run short.
+            let n = if pool == PoolMode::Fresh && name != "rust_router" {
+                calls.min(2000)
+            } else {
+                calls
+            };
+            for i in 0..n.min(200) {
+                policy.route(&facts[i % 3], f).await.unwrap();
+            }
+            let mut times = Vec::with_capacity(n);
+            for i in 0..n {
+                let t = Instant::now();
+                std::hint::black_box(policy.route(&facts[i % 3], f).await.unwrap());
+                times.push(t.elapsed());
+            }
+            times.sort();
+            let mean = times.iter().sum::<Duration>() / n as u32;
+            println!(
+                "{name} ({} bytes), {} pool, {n} calls: p50 {:.1} µs, p99 {:.1} µs, mean {:.1} µs (load {load:.1?})",
+                wasm.len(),
+                pool.as_str(),
+                pct(&times, 0.50).as_secs_f64() * 1e6,
+                pct(&times, 0.99).as_secs_f64() * 1e6,
+                mean.as_secs_f64() * 1e6,
+            );
+        }
+    }
 }

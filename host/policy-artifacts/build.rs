@@ -1,5 +1,6 @@
-//! Builds the policy components in `policies/` (release profile, `wasm32-wasip2`) and hands their
-//! paths to the crate as `env!` constants, the way wasmtime's `crates/test-programs` does.
+//! Builds the policy components in `policies/` (release profile, `wasm32-wasip2`; the workspace
+//! also holds `sdk/rust` and `examples/rust-router`) and hands their paths to the crate as `env!`
+//! constants, the way wasmtime's `crates/test-programs` does.
 //!
 //! The guests are built into `policies/target`, their workspace's own target directory, so
 //! `cargo build`, `cargo clippy` and `cargo test` of the host share one guest build.
@@ -13,6 +14,7 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("rules_router", "RULES_ROUTER_WASM"),
     ("hostile", "HOSTILE_WASM"),
     ("wrong_world", "WRONG_WORLD_WASM"),
+    ("rust_router", "RUST_ROUTER_EXAMPLE_WASM"),
 ];
 
 fn main() -> Result<(), String> {
@@ -29,6 +31,8 @@ fn main() -> Result<(), String> {
         policies.join("Cargo.lock"),
         policies.join("rules-router"),
         policies.join("test-guests"),
+        root.join("sdk").join("rust"),
+        root.join("examples").join("rust-router"),
         wit.clone(),
     ] {
         println!("cargo:rerun-if-changed={}", p.display());

@@ -193,6 +193,17 @@ struct RawRouting {
     /// the config file. Unset: policies are compiled at every start.
     #[serde(default)]
     cache_dir: Option<String>,
+    /// `fresh` (a new instance per call, the default) or `warm` (reused instances, for Python and
+    /// JavaScript routers); uploads may choose per version.
+    #[serde(default)]
+    pool: crate::policy::PoolMode,
+    /// With `pool = "warm"`: calls one instance serves before it is retired.
+    #[serde(default = "default_warm_max_calls")]
+    warm_max_calls: u32,
+}
+
+fn default_warm_max_calls() -> u32 {
+    crate::policy::DEFAULT_WARM_MAX_CALLS
 }
 
 fn default_data_dir() -> String {
@@ -383,6 +394,9 @@ pub struct RoutingConfig {
     pub deadline: Duration,
     pub memory_bytes: usize,
     pub cache_dir: Option<PathBuf>,
+    /// How the configured router's calls get their instance (uploads may override).
+    pub pool: crate::policy::PoolMode,
+    pub warm_max_calls: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -709,6 +723,12 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         if r.memory_mb == 0 || r.memory_mb > 128 {
             problems.push(("routing.memory_mb", "must be between 1 and 128".into()));
         }
+        if r.warm_max_calls == 0 || r.warm_max_calls > 1_000_000 {
+            problems.push((
+                "routing.warm_max_calls",
+                "must be between 1 and 1000000".into(),
+            ));
+        }
         let routing = RoutingConfig {
             document,
             document_path: r.document.as_deref().map(|p| base.join(p)),
@@ -716,6 +736,8 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             deadline: Duration::from_millis(r.deadline_ms),
             memory_bytes: usize::try_from(r.memory_mb << 20).unwrap_or(usize::MAX),
             cache_dir: r.cache_dir.as_deref().map(|d| base.join(d)),
+            pool: r.pool,
+            warm_max_calls: r.warm_max_calls,
         };
         (routing, problems)
     });

@@ -103,6 +103,20 @@ fn write_model(t: &mut String, m: &SimModel, fleet_url: &str) {
     );
 }
 
+/// The demo fleet as configured models (base URLs point nowhere): the candidates
+/// `sovereign policy test` offers a router when no gateway config is given.
+pub fn fleet_models() -> anyhow::Result<Vec<std::sync::Arc<crate::config::ModelConfig>>> {
+    let mut t = String::from(
+        "sovereign_id = \"policy-test\"\nregion = \"sa-riyadh-1\"\ndefault_model = \"jais-30b-chat\"\n\n\
+         [server]\nlisten = \"127.0.0.1:0\"\n\n",
+    );
+    for m in demo_fleet() {
+        write_model(&mut t, &m, "http://127.0.0.1:9");
+    }
+    let config = crate::config::Config::parse(&t).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(config.models)
+}
+
 /// Writes the demo's config and routing document into `data_dir`; returns the config's path.
 pub fn write_files(data_dir: &Path, config: &str) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(data_dir)

@@ -87,6 +87,8 @@ impl Router {
         let limits = CallLimits {
             deadline: r.deadline,
             memory_bytes: r.memory_bytes,
+            pool: r.pool,
+            warm_max_calls: r.warm_max_calls,
         };
         let registry = Arc::new(
             PolicyRegistry::new(

@@ -12,3 +12,5 @@ pub const RULES_ROUTER: &str = env!("RULES_ROUTER_WASM");
 pub const HOSTILE: &str = env!("HOSTILE_WASM");
 /// A guardrail component: the wrong world for a router.
 pub const WRONG_WORLD: &str = env!("WRONG_WORLD_WASM");
+/// The Rust example router (`examples/rust-router`, on `sdk/rust`).
+pub const RUST_ROUTER_EXAMPLE: &str = env!("RUST_ROUTER_EXAMPLE_WASM");

@@ -17,6 +17,7 @@ use super::body::read_json_object_within;
 use super::error::ApiError;
 use crate::auth::Principal;
 use crate::config::Role;
+use crate::policy::PoolMode;
 use crate::routing::registry::{MAX_COMPONENT_BYTES, MAX_DOCUMENT_BYTES, Origin, PolicyRegistry};
 
 /// Body limit of a policy upload: a component at its limit, base64-encoded, plus a document.
@@ -59,6 +60,9 @@ struct Upload {
     document: Option<String>,
     #[serde(default)]
     component_base64: Option<String>,
+    /// `fresh` or `warm`; absent: the active version's.
+    #[serde(default)]
+    pool: Option<PoolMode>,
     #[serde(default = "yes")]
     activate: bool,
 }
@@ -90,9 +94,9 @@ pub async fn upload(
         .await?;
     let upload: Upload = serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid policy upload: {e}.")))?;
-    if upload.document.is_none() && upload.component_base64.is_none() {
+    if upload.document.is_none() && upload.component_base64.is_none() && upload.pool.is_none() {
         return Err(ApiError::bad_request(
-            "Send a `document`, a `component_base64`, or both.",
+            "Send a `document`, a `component_base64`, a `pool`, or several of them.",
         ));
     }
     if upload
@@ -126,7 +130,13 @@ pub async fn upload(
         }
     };
     let info = registry
-        .add(component, upload.document, upload.activate, Origin::Upload)
+        .add(
+            component,
+            upload.document,
+            upload.pool,
+            upload.activate,
+            Origin::Upload,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }

@@ -35,6 +35,9 @@ pub(crate) struct CallState {
     pub settings: Arc<HashMap<String, String>>,
     pub limiter: Limiter,
     logs: u32,
+    /// Epoch ticks the current call has run for, and its budget in ticks.
+    ticks: u64,
+    budget: u64,
     /// Empty: no preopens, no environment, no arguments, stdio discarded, sockets denied. Rust
     /// guests built for wasm32-wasip2 import WASI through std even when they use none of it.
     wasi: WasiCtx,
@@ -52,9 +55,29 @@ impl CallState {
             settings,
             limiter: Limiter::new(memory_cap),
             logs: 0,
+            ticks: 0,
+            budget: 1,
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
         }
+    }
+}
+
+impl CallState {
+    /// Starts a call (the first in a fresh store, or the next in a warm one): a new time
+    /// budget of `budget` epoch ticks, a new log allowance, the memory flag cleared.
+    pub fn begin_call(&mut self, budget: u64) {
+        self.ticks = 0;
+        self.budget = budget.max(1);
+        self.logs = 0;
+        self.limiter.memory_cap_hit = false;
+    }
+
+    /// Called on each epoch tick while the guest runs: counts the tick; true once the call's
+    /// budget is spent.
+    pub fn tick(&mut self) -> bool {
+        self.ticks += 1;
+        self.ticks >= self.budget
     }
 }
 

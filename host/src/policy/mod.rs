@@ -7,6 +7,8 @@
 
 mod bindings;
 mod cache;
+pub mod golden;
+mod pool;
 mod router;
 
 use std::path::PathBuf;
@@ -42,15 +44,20 @@ impl Default for HostConfig {
     }
 }
 
-/// Limits for each call into one policy.
-#[derive(Debug, Clone, Copy)]
+/// Limits for each call into one policy, and how its instances are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
     /// Budget of one call: the time the guest spends running, counted in epoch ticks (rounded
     /// up). Time spent waiting for a worker after a yield does not count, so a busy runtime does
     /// not make good calls fail; the guest is stopped at the first tick past the budget.
     pub deadline: Duration,
-    /// Linear memory cap of one call (bounded by [`HostConfig::max_memory_bytes`]).
+    /// Linear memory cap of one call (bounded by [`HostConfig::max_memory_bytes`]); for a warm
+    /// instance, of every call it serves (memory does not shrink between calls).
     pub memory_bytes: usize,
+    /// A fresh instance per call (the default), or a warm pool of reused instances.
+    pub pool: PoolMode,
+    /// With [`PoolMode::Warm`]: calls one instance serves before it is retired.
+    pub warm_max_calls: u32,
 }
 
 impl Default for CallLimits {
@@ -58,6 +65,36 @@ impl Default for CallLimits {
         CallLimits {
             deadline: Duration::from_millis(5),
             memory_bytes: 32 << 20,
+            pool: PoolMode::Fresh,
+            warm_max_calls: DEFAULT_WARM_MAX_CALLS,
+        }
+    }
+}
+
+/// Calls one warm instance serves before it is retired, unless configured otherwise.
+pub const DEFAULT_WARM_MAX_CALLS: u32 = 1000;
+
+/// How a policy's calls get their instance.
+///
+/// `Fresh` (the default): a new store and instance per call, dropped afterwards: no state
+/// survives a call. `Warm`: instances are kept and reused, each for at most
+/// [`CallLimits::warm_max_calls`] calls and never after a trap, timeout or memory blow-up, for
+/// guests whose instantiation costs more than their call (Python, JavaScript). Reuse means a
+/// policy's module-level state persists between the requests one instance serves; the same
+/// deadline and memory cap apply to every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    #[default]
+    Fresh,
+    Warm,
+}
+
+impl PoolMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolMode::Fresh => "fresh",
+            PoolMode::Warm => "warm",
         }
     }
 }

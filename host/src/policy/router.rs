@@ -8,7 +8,8 @@ use std::time::Instant;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::{self, CallState, ModelInfo, RequestFacts, RouterPolicyPre};
-use super::{CallLimits, PolicyError, PolicyHost, cache};
+use super::pool::{Warm, WarmPool};
+use super::{CallLimits, PolicyError, PolicyHost, PoolMode, cache};
 use crate::config::ModelConfig;
 
 /// The world every router component must export.
@@ -62,6 +63,8 @@ pub struct RouterPolicy {
     limits: CallLimits,
     /// The policy name the smoke call answered with (`None` if it rejected the golden request).
     name: Option<Arc<str>>,
+    /// Idle instances, with [`PoolMode::Warm`].
+    warm: Option<WarmPool<bindings::RouterPolicy>>,
 }
 
 impl std::fmt::Debug for RouterPolicy {
@@ -130,6 +133,7 @@ impl RouterPolicy {
             memory_bytes: limits.memory_bytes.min(inner.config.max_memory_bytes),
             ..limits
         };
+        let warm = (limits.pool == PoolMode::Warm).then(|| WarmPool::new(limits.warm_max_calls));
         Ok(RouterPolicy {
             host: host.clone(),
             id,
@@ -138,6 +142,7 @@ impl RouterPolicy {
             settings: Arc::new(settings),
             limits,
             name: None,
+            warm,
         })
     }
 
@@ -181,8 +186,14 @@ impl RouterPolicy {
         self.limits
     }
 
-    /// Asks the policy to route a request: a fresh instance in a fresh store, under the memory
-    /// cap and the deadline; the store is dropped afterwards whatever happened.
+    /// With a warm pool: (instances made, calls served by a reused instance, idle instances).
+    pub fn pool_stats(&self) -> Option<(u64, u64, usize)> {
+        self.warm.as_ref().map(WarmPool::stats)
+    }
+
+    /// Asks the policy to route a request, under the memory cap and the deadline: in a fresh
+    /// instance and store, dropped afterwards whatever happened, or (warm pool) in an idle
+    /// instance, given back only if the call returned normally.
     ///
     /// The guest runs on the calling task. Every epoch tick it yields to the runtime, so a
     /// looping guest cannot hold a worker thread, and once the deadline has passed it is stopped.
@@ -193,38 +204,29 @@ impl RouterPolicy {
     ) -> Result<RouterDecision, PolicyError> {
         let wit_facts = RequestFacts::from(facts);
         let wit_candidates: Vec<ModelInfo> = candidates.iter().map(ModelInfo::from).collect();
-        let state = CallState::new(
-            self.id.clone(),
-            self.settings.clone(),
-            self.limits.memory_bytes,
-        );
-        let mut store = Store::new(&self.host.inner.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        // Called once per epoch tick while the guest runs: count the tick, then yield to the
-        // runtime or stop the guest. Touches host data only (WASM-HOST.md §4.2 rule 4).
         let budget = self.host.ticks(self.limits.deadline);
-        let mut ticks = 0u64;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            ticks += 1;
-            Ok(if ticks >= budget {
-                UpdateDeadline::Interrupt
-            } else {
-                UpdateDeadline::Yield(1)
-            })
-        });
-        let instance = match self.pre.instantiate_async(&mut store).await {
-            Ok(i) => i,
-            Err(e) => return Err(self.classify(&store, e, true)),
+        let mut w = match self.warm.as_ref().and_then(WarmPool::take) {
+            Some(mut w) => {
+                w.store.data_mut().begin_call(budget);
+                w.store.set_epoch_deadline(1);
+                w
+            }
+            // A new instance's call shares one budget with its instantiation, as before pools.
+            None => self.instantiate(budget).await?,
         };
-        let answer = match instance
+        let answer = match w
+            .instance
             .sovereign_policy_router()
-            .call_route(&mut store, &wit_facts, &wit_candidates)
+            .call_route(&mut w.store, &wit_facts, &wit_candidates)
             .await
         {
             Ok(a) => a,
-            Err(e) => return Err(self.classify(&store, e, false)),
+            // The store is dropped here: never entered again after a trap.
+            Err(e) => return Err(self.classify(&w.store, e, false)),
         };
+        if let Some(pool) = &self.warm {
+            pool.give_back(w);
+        }
         match answer {
             Ok(decision) => self.check(decision, candidates),
             Err(r) => {
@@ -240,6 +242,41 @@ impl RouterPolicy {
                 })
             }
         }
+    }
+
+    /// A new store (limiter, epoch callback) and instance. Instantiation runs under the first
+    /// call's budget (`budget` ticks).
+    async fn instantiate(&self, budget: u64) -> Result<Warm<bindings::RouterPolicy>, PolicyError> {
+        let state = CallState::new(
+            self.id.clone(),
+            self.settings.clone(),
+            self.limits.memory_bytes,
+        );
+        let mut store = Store::new(&self.host.inner.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Called once per epoch tick while the guest runs: count the tick, then yield to the
+        // runtime or stop the guest. Touches host data only (WASM-HOST.md §4.2 rule 4).
+        store.epoch_deadline_callback(|mut ctx| {
+            Ok(if ctx.data_mut().tick() {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        store.data_mut().begin_call(budget);
+        store.set_epoch_deadline(1);
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => return Err(self.classify(&store, e, true)),
+        };
+        if let Some(pool) = &self.warm {
+            pool.made_one();
+        }
+        Ok(Warm {
+            store,
+            instance,
+            calls: 0,
+        })
     }
 
     fn classify(

@@ -13,7 +13,9 @@ use arc_swap::ArcSwap;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::policy::{CallLimits, Candidate, PolicyError, PolicyHost, ROUTER_WORLD, RouterPolicy};
+use crate::policy::{
+    CallLimits, Candidate, PolicyError, PolicyHost, PoolMode, ROUTER_WORLD, RouterPolicy,
+};
 
 /// Inactive and failed versions kept for listing and rollback; older ones are forgotten.
 pub const MAX_KEPT_VERSIONS: usize = 20;
@@ -49,6 +51,8 @@ pub struct VersionInfo {
     /// `component+document` (a router reading a document) or `component`.
     pub kind: &'static str,
     pub world: &'static str,
+    /// `fresh` (an instance per call) or `warm` (a pool of reused instances).
+    pub pool: PoolMode,
     /// The policy's name as its smoke call gave it (`X-Route-Policy`).
     pub name: Option<String>,
     pub component_sha256: String,
@@ -123,7 +127,7 @@ impl PolicyRegistry {
             )
             .await?,
         );
-        let info = describe(id, &wasm, document.as_deref(), Origin::Config);
+        let info = describe(id, &wasm, document.as_deref(), limits.pool, Origin::Config);
         let info = VersionInfo {
             name: loaded.policy.name().map(str::to_string),
             ..info
@@ -149,13 +153,14 @@ impl PolicyRegistry {
         self.active.load_full()
     }
 
-    /// Validates a new version and records it; with `activate`, swaps it in. A missing component
-    /// or document is taken from the active version. A version that fails validation is listed
-    /// as `failed` and the active version stays.
+    /// Validates a new version and records it; with `activate`, swaps it in. A missing component,
+    /// document or pool mode is taken from the active version. A version that fails validation
+    /// is listed as `failed` and the active version stays.
     pub async fn add(
         &self,
         component: Option<Vec<u8>>,
         document: Option<String>,
+        pool: Option<PoolMode>,
         activate: bool,
         origin: Origin,
     ) -> Result<VersionInfo, RegistryError> {
@@ -163,6 +168,10 @@ impl PolicyRegistry {
         let current = self.active.load_full();
         let wasm: Arc<[u8]> = component.map_or_else(|| current.wasm.clone(), Arc::from);
         let document: Option<Arc<str>> = document.map(Arc::from).or(current.document.clone());
+        let limits = CallLimits {
+            pool: pool.unwrap_or(current.policy.limits().pool),
+            ..self.limits
+        };
         drop(current);
         let id = {
             let mut v = self.lock();
@@ -170,16 +179,8 @@ impl PolicyRegistry {
             v.next += 1;
             format!("pol_{n}")
         };
-        let info = describe(&id, &wasm, document.as_deref(), origin);
-        let result = load(
-            &self.host,
-            &id,
-            wasm,
-            document,
-            self.limits,
-            &self.candidates,
-        )
-        .await;
+        let info = describe(&id, &wasm, document.as_deref(), limits.pool, origin);
+        let result = load(&self.host, &id, wasm, document, limits, &self.candidates).await;
         let mut versions = self.lock();
         match result {
             Ok(loaded) => {
@@ -311,7 +312,13 @@ async fn load(
     })
 }
 
-fn describe(id: &str, wasm: &[u8], document: Option<&str>, origin: Origin) -> VersionInfo {
+fn describe(
+    id: &str,
+    wasm: &[u8],
+    document: Option<&str>,
+    pool: PoolMode,
+    origin: Origin,
+) -> VersionInfo {
     VersionInfo {
         id: id.to_string(),
         kind: if document.is_some() {
@@ -320,6 +327,7 @@ fn describe(id: &str, wasm: &[u8], document: Option<&str>, origin: Origin) -> Ve
             "component"
         },
         world: ROUTER_WORLD,
+        pool,
         name: None,
         component_sha256: sha256_hex(wasm),
         document_sha256: document.map(|d| sha256_hex(d.as_bytes())),
@@ -412,7 +420,7 @@ pub fn watch(registry: &Arc<PolicyRegistry>, files: WatchedFiles, every: Duratio
                 tracing::info!("routing files changed; loading a new router version");
                 // Failures are logged (and listed) by `add`.
                 let _ = registry
-                    .add(new_component, new_document, true, Origin::FileReload)
+                    .add(new_component, new_document, None, true, Origin::FileReload)
                     .await;
             }
         }

@@ -39,7 +39,13 @@ async fn a_held_version_keeps_routing_after_a_swap() {
     let reg = registry(&doc("a", "llama-3.2-3b")).await;
     let held = reg.active();
     let b = reg
-        .add(None, Some(doc("b", "mistral-7b")), true, Origin::Upload)
+        .add(
+            None,
+            Some(doc("b", "mistral-7b")),
+            None,
+            true,
+            Origin::Upload,
+        )
         .await
         .unwrap();
     assert_eq!(b.name.as_deref(), Some("b"));
@@ -70,6 +76,7 @@ async fn a_bad_version_is_listed_as_failed_and_never_active() {
         .add(
             None,
             Some("name: x\nroutes: [\n".into()),
+            None,
             true,
             Origin::Upload,
         )
@@ -94,7 +101,7 @@ async fn a_bad_version_is_listed_as_failed_and_never_active() {
     // A component of the wrong world.
     let wrong = std::fs::read(policy_artifacts::WRONG_WORLD).unwrap();
     let err = reg
-        .add(Some(wrong), None, true, Origin::Upload)
+        .add(Some(wrong), None, None, true, Origin::Upload)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("router-policy"), "{err}");
@@ -108,6 +115,7 @@ async fn history_is_bounded_and_keeps_the_active_version() {
         reg.add(
             None,
             Some(doc(&format!("v{i}"), "mistral-7b")),
+            None,
             false,
             Origin::Upload,
         )

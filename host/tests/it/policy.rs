@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sovereign::config::Config;
 use sovereign::policy::{
-    CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts, RouterPolicy,
+    CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, PoolMode, RouteFacts, RouterPolicy,
 };
 use tokio::sync::OnceCell;
 
@@ -111,6 +111,8 @@ async fn load(
 const TEST_LIMITS: CallLimits = CallLimits {
     deadline: Duration::from_millis(25),
     memory_bytes: 32 << 20,
+    pool: PoolMode::Fresh,
+    warm_max_calls: 1000,
 };
 
 async fn rules_router() -> &'static RouterPolicy {
@@ -294,6 +296,7 @@ async fn unbounded_memory_growth_is_trapped_at_the_cap() {
     let limits = CallLimits {
         deadline: Duration::from_secs(5),
         memory_bytes: 8 << 20,
+        ..CallLimits::default()
     };
     let p = load(policy_artifacts::HOSTILE, &[], limits).await.unwrap();
     let err = p.route(&hostile_facts("grow"), &fleet()).await.unwrap_err();
@@ -396,4 +399,85 @@ async fn calls_run_concurrently_and_a_looping_guest_does_not_hold_a_worker() {
         t.await.unwrap();
     }
     looping.await.unwrap();
+}
+
+/// A warm pool of the hostile guest: `max_calls` calls per instance.
+async fn warm_hostile(max_calls: u32) -> RouterPolicy {
+    let limits = CallLimits {
+        pool: PoolMode::Warm,
+        warm_max_calls: max_calls,
+        ..TEST_LIMITS
+    };
+    load(policy_artifacts::HOSTILE, &[], limits).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_warm_pool_reuses_instances_and_retires_them_after_n_calls() {
+    let p = warm_hostile(3).await;
+    // The smoke call made the first instance and served its first call.
+    assert_eq!(p.pool_stats(), Some((1, 0, 1)));
+    for _ in 0..8 {
+        let d = p.route(&facts("en", 10), &fleet()).await.unwrap();
+        assert_eq!(d.rule, "first-candidate");
+    }
+    // 9 calls at 3 per instance: 3 instances, 6 calls on a reused one, the last one retired.
+    let (made, reused, idle) = p.pool_stats().unwrap();
+    assert_eq!((made, reused, idle), (3, 6, 0));
+    // A fresh-mode policy has no pool.
+    assert_eq!(hostile().await.pool_stats(), None);
+}
+
+#[tokio::test]
+async fn a_warm_instance_is_retired_on_any_trap_and_keeps_the_same_limits() {
+    let p = warm_hostile(1000).await;
+    let made = || p.pool_stats().unwrap().0;
+    assert_eq!(made(), 1);
+    p.route(&facts("en", 10), &fleet()).await.unwrap();
+    assert_eq!(made(), 1, "a good call reuses the instance");
+    for (mode, is_expected) in [
+        (
+            "panic",
+            (|e: &PolicyError| matches!(e, PolicyError::Trap { .. })) as fn(&_) -> bool,
+        ),
+        ("loop", |e| matches!(e, PolicyError::Timeout { .. })),
+        ("grow", |e| matches!(e, PolicyError::MemoryLimit { .. })),
+    ] {
+        let before = made();
+        let started = Instant::now();
+        let err = p.route(&hostile_facts(mode), &fleet()).await.unwrap_err();
+        assert!(is_expected(&err), "{mode}: {err}");
+        if mode == "loop" {
+            assert!(started.elapsed() < Duration::from_millis(500));
+        }
+        // The trapped instance was dropped: the next call needs a new one, and works.
+        let d = p.route(&facts("en", 10), &fleet()).await.unwrap();
+        assert_eq!(d.rule, "first-candidate");
+        assert_eq!(
+            made(),
+            before + 1,
+            "{mode}: the trapped instance was not retired"
+        );
+        assert_eq!(p.pool_stats().unwrap().2, 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_never_share_a_warm_instance() {
+    let p = Arc::new(warm_hostile(1000).await);
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let p = p.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..20 {
+                p.route(&facts("en", 10), &fleet()).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (made, reused, idle) = p.pool_stats().unwrap();
+    // Every call either made an instance or took an idle one.
+    assert_eq!(made + reused, 121);
+    assert!(made <= 7 && idle as u64 <= made, "{made} {reused} {idle}");
 }

@@ -18,18 +18,10 @@ pub mod verdict;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    #![allow(
-        unsafe_code,
-        reason = "wit-bindgen's generated glue is unsafe by nature"
-    )]
-
-    wit_bindgen::generate!({ world: "guardrail-policy", path: "../../wit" });
-
-    use exports::sovereign::policy::guardrail::{
-        Guest, Message, Redaction, Stage, Verdict, Violation,
+    use sovereign_policy_sdk::guardrail::{
+        Guardrail, Message, Redaction, Rejection, RequestFacts, Stage, Verdict, Violation,
     };
-    use sovereign::policy::host::{self, Level};
-    use sovereign::policy::types::{Rejection, RequestFacts};
+    use sovereign_policy_sdk::host::{self, Level};
 
     use crate::settings::Settings;
     use crate::verdict::{self, Violation as PureViolation};
@@ -45,7 +37,7 @@ mod component {
         }
     }
 
-    impl Guest for PiiGuardrail {
+    impl Guardrail for PiiGuardrail {
         fn check(
             stage: Stage,
             facts: RequestFacts,
@@ -83,5 +75,5 @@ mod component {
         }
     }
 
-    export!(PiiGuardrail);
+    sovereign_policy_sdk::export_guardrail!(PiiGuardrail);
 }

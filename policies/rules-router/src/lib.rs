@@ -2,7 +2,7 @@
 //! host (`config-get("policy")`), evaluates the routes top to bottom and answers with a model.
 //!
 //! The logic lives in [`condition`], [`policy`] and [`yaml`], plain Rust tested natively; the component
-//! glue below only converts between the WIT types and those.
+//! glue below (on `sovereign-policy-sdk`) only converts between the WIT types and those.
 
 pub mod condition;
 pub mod policy;
@@ -10,16 +10,8 @@ pub mod yaml;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    #![allow(
-        unsafe_code,
-        reason = "wit-bindgen's generated glue is unsafe by nature"
-    )]
-
-    wit_bindgen::generate!({ world: "router-policy", path: "../../wit" });
-
-    use exports::sovereign::policy::router::{Guest, RouteDecision as Route};
-    use sovereign::policy::host::{self, Level};
-    use sovereign::policy::types::{ModelInfo, Rejection, RequestFacts};
+    use sovereign_policy_sdk::host::{self, Level};
+    use sovereign_policy_sdk::router::{ModelInfo, Rejection, RequestFacts, RouteDecision, Router};
 
     use crate::condition::Facts;
     use crate::policy::{Candidate, Policy};
@@ -28,16 +20,15 @@ mod component {
 
     fn misconfigured(message: String) -> Rejection {
         host::log(Level::Error, &message);
-        Rejection {
-            status: 500,
-            code: "policy_misconfigured".into(),
-            message,
-        }
+        Rejection::new(500, "policy_misconfigured", &message)
     }
 
-    impl Guest for RulesRouter {
-        fn route(facts: RequestFacts, candidates: Vec<ModelInfo>) -> Result<Route, Rejection> {
-            let Some(text) = host::config_get("policy") else {
+    impl Router for RulesRouter {
+        fn route(
+            facts: RequestFacts,
+            candidates: Vec<ModelInfo>,
+        ) -> Result<RouteDecision, Rejection> {
+            let Some(text) = host::document() else {
                 return Err(misconfigured(
                     "the rules router has no `policy` setting".into(),
                 ));
@@ -64,7 +55,7 @@ mod component {
                 })
                 .collect();
             let d = policy.decide(&facts, &candidates);
-            Ok(Route {
+            Ok(RouteDecision {
                 model: d.model,
                 fallbacks: d.fallbacks,
                 rule: d.rule,
@@ -73,5 +64,5 @@ mod component {
         }
     }
 
-    export!(RulesRouter);
+    sovereign_policy_sdk::export_router!(RulesRouter);
 }

@@ -1,42 +1,39 @@
 //! A router that misbehaves on request: the label `mode` picks what it does (`loop`, `grow`,
 //! `panic`, `snoop`, `bad-model`). Without the label it answers well, as a real hostile guest
 //! would during the host's smoke call. One crate for all the modes keeps the test build short.
+//!
+//! Through the gateway, where clients send no labels, the mode comes from the policy's document
+//! instead (a line `mode: loop`), and applies to every request but the host's documented smoke
+//! call (request id `smoke-call`) — the guest passes validation and turns hostile afterwards.
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    #![allow(
-        unsafe_code,
-        reason = "wit-bindgen's generated glue is unsafe by nature"
-    )]
-
-    wit_bindgen::generate!({ world: "router-policy", path: "../../../wit" });
-
-    use exports::sovereign::policy::router::{Guest, RouteDecision as Route};
-    use sovereign::policy::host::{self, Level};
-    use sovereign::policy::types::{ModelInfo, Rejection, RequestFacts};
+    use sovereign_policy_sdk::host::{self, Level};
+    use sovereign_policy_sdk::router::{ModelInfo, Rejection, RequestFacts, RouteDecision, Router};
 
     struct Hostile;
 
-    fn route(model: String, rule: String) -> Result<Route, Rejection> {
-        Ok(Route {
-            model,
-            fallbacks: Vec::new(),
-            rule,
-            policy: "hostile".into(),
-        })
+    /// The `mode: X` line of the document, if any.
+    fn document_mode() -> Option<String> {
+        let doc = host::document()?;
+        doc.lines()
+            .find_map(|l| l.trim().strip_prefix("mode:"))
+            .map(|m| m.trim().to_string())
     }
 
-    impl Guest for Hostile {
-        fn route(facts: RequestFacts, candidates: Vec<ModelInfo>) -> Result<Route, Rejection> {
-            let mode = facts
-                .labels
-                .iter()
-                .find(|(k, _)| k == "mode")
-                .map(|(_, v)| v.as_str())
-                .unwrap_or("");
+    impl Router for Hostile {
+        fn route(
+            facts: RequestFacts,
+            candidates: Vec<ModelInfo>,
+        ) -> Result<RouteDecision, Rejection> {
+            let mode = match facts.label("mode") {
+                Some(m) => m.to_string(),
+                None if facts.request_id != "smoke-call" => document_mode().unwrap_or_default(),
+                None => String::new(),
+            };
             let first = candidates.first().map(|c| c.id.clone()).unwrap_or_default();
             host::log(Level::Info, &format!("hostile guest, mode `{mode}`"));
-            match mode {
+            match mode.as_str() {
                 "loop" => {
                     let mut n: u64 = 0;
                     loop {
@@ -69,13 +66,14 @@ mod component {
                         dir.map_or("denied".into(), |n| format!("{n} entries")),
                         cwd.unwrap_or_else(|_| "denied".into()),
                     );
-                    route(first, report)
+                    // The report is also the policy name, so it shows in `X-Route-Policy`.
+                    Ok(RouteDecision::new(&first, &report, &report))
                 }
-                "bad-model" => route("not-a-candidate".into(), "lies".into()),
-                _ => route(first, "first-candidate".into()),
+                "bad-model" => Ok(RouteDecision::new("not-a-candidate", "lies", "hostile")),
+                _ => Ok(RouteDecision::new(&first, "first-candidate", "hostile")),
             }
         }
     }
 
-    export!(Hostile);
+    sovereign_policy_sdk::export_router!(Hostile);
 }

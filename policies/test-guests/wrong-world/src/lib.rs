@@ -2,31 +2,21 @@
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    #![allow(
-        unsafe_code,
-        reason = "wit-bindgen's generated glue is unsafe by nature"
-    )]
-
-    wit_bindgen::generate!({ world: "guardrail-policy", path: "../../../wit" });
-
-    use exports::sovereign::policy::guardrail::{Guest, Message, Stage, Verdict};
-    use sovereign::policy::types::{Rejection, RequestFacts};
+    use sovereign_policy_sdk::guardrail::{
+        Guardrail, Message, Rejection, RequestFacts, Stage, Verdict,
+    };
 
     struct AllowAll;
 
-    impl Guest for AllowAll {
+    impl Guardrail for AllowAll {
         fn check(
             _stage: Stage,
             _facts: RequestFacts,
             _messages: Vec<Message>,
         ) -> Result<Verdict, Rejection> {
-            Ok(Verdict {
-                block: None,
-                redactions: Vec::new(),
-                flagged: Vec::new(),
-            })
+            Ok(Verdict::allow())
         }
     }
 
-    export!(AllowAll);
+    sovereign_policy_sdk::export_guardrail!(AllowAll);
 }

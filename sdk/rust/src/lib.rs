@@ -1,0 +1,253 @@
+//! The Sovereign Gateway policy SDK for Rust: the one guest-side binding of `wit/policy.wit`.
+//!
+//! A router is a type implementing [`router::Router`] and one [`export_router!`] line; build it
+//! with `cargo build --release --target wasm32-wasip2` and the result is a component of the
+//! `router-policy` world, ready for `sovereign policy test` and `POST /v1/admin/policies`:
+//!
+//! ```ignore
+//! use sovereign_policy_sdk::router::{ModelInfo, Rejection, RequestFacts, RouteDecision, Router};
+//!
+//! struct Cheapest;
+//!
+//! impl Router for Cheapest {
+//!     fn route(facts: RequestFacts, candidates: Vec<ModelInfo>) -> Result<RouteDecision, Rejection> {
+//!         let best = candidates
+//!             .iter()
+//!             .filter(|m| m.healthy && m.speaks(&facts.language))
+//!             .min_by(|a, b| a.total_cost().total_cmp(&b.total_cost()))
+//!             .ok_or_else(|| Rejection::new(503, "no_model", "no healthy model speaks it"))?;
+//!         Ok(RouteDecision::new(&best.id, "cheapest", "cheapest-router"))
+//!     }
+//! }
+//!
+//! sovereign_policy_sdk::export_router!(Cheapest);
+//! ```
+//!
+//! [`guardrail`] and [`webhook`] do the same for the other two worlds ([`export_guardrail!`],
+//! [`export_webhook_shaper!`]). A component exports one world: invoke one of the macros once.
+//! [`host`] is the policy's only capability: `log` and `config_get` (its own settings).
+
+#![allow(
+    unsafe_code,
+    reason = "wit-bindgen's generated glue (lifting, lowering, exports) is unsafe by nature"
+)]
+
+// The generated code names this crate by its absolute path, so the export macros work in the
+// crates that invoke them; this makes that path resolve here too.
+extern crate self as sovereign_policy_sdk;
+
+#[doc(hidden)]
+pub mod bindings {
+    //! The generated bindings, one module per world. The worlds share `types` and `host`, so
+    //! the guardrail and webhook bindings reuse the router's rather than generating copies.
+
+    pub mod router {
+        wit_bindgen::generate!({
+            world: "router-policy",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_router_policy",
+            default_bindings_module: "::sovereign_policy_sdk::bindings::router",
+            runtime_path: "::sovereign_policy_sdk::__wit_bindgen::rt",
+        });
+    }
+
+    pub mod guardrail {
+        wit_bindgen::generate!({
+            world: "guardrail-policy",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_guardrail_policy",
+            default_bindings_module: "::sovereign_policy_sdk::bindings::guardrail",
+            runtime_path: "::sovereign_policy_sdk::__wit_bindgen::rt",
+            with: {
+                "sovereign:policy/types@0.1.0": crate::bindings::router::sovereign::policy::types,
+                "sovereign:policy/host@0.1.0": crate::bindings::router::sovereign::policy::host,
+            },
+        });
+    }
+
+    pub mod webhook {
+        wit_bindgen::generate!({
+            world: "webhook-policy",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_webhook_policy",
+            default_bindings_module: "::sovereign_policy_sdk::bindings::webhook",
+            runtime_path: "::sovereign_policy_sdk::__wit_bindgen::rt",
+            with: {
+                "sovereign:policy/host@0.1.0": crate::bindings::router::sovereign::policy::host,
+            },
+        });
+    }
+}
+
+/// The `wit-bindgen` runtime the generated code and the export macros refer to, so a policy
+/// crate needs no `wit-bindgen` dependency of its own.
+#[doc(hidden)]
+pub use wit_bindgen as __wit_bindgen;
+
+pub mod host {
+    //! What the gateway gives a policy: its log and its own settings. Nothing else — no files,
+    //! network, clock or environment (a guest that tries gets nothing).
+
+    pub use crate::bindings::router::sovereign::policy::host::{Level, config_get, log};
+
+    /// `log(Level::Debug, …)`.
+    pub fn debug(message: &str) {
+        log(Level::Debug, message);
+    }
+
+    /// `log(Level::Info, …)`.
+    pub fn info(message: &str) {
+        log(Level::Info, message);
+    }
+
+    /// `log(Level::Warn, …)`.
+    pub fn warn(message: &str) {
+        log(Level::Warn, message);
+    }
+
+    /// `log(Level::Error, …)`.
+    pub fn error(message: &str) {
+        log(Level::Error, message);
+    }
+
+    /// The routing document the policy was uploaded or configured with (setting `policy`).
+    pub fn document() -> Option<String> {
+        config_get("policy")
+    }
+}
+
+pub mod router {
+    //! The `router-policy` world: choose the model for a request.
+
+    pub use crate::bindings::router::exports::sovereign::policy::router::{
+        Guest as Router, RouteDecision,
+    };
+    pub use crate::bindings::router::sovereign::policy::types::{
+        ModelInfo, Rejection, RequestFacts,
+    };
+
+    impl RouteDecision {
+        /// A decision for `model`, without fallbacks.
+        pub fn new(model: &str, rule: &str, policy: &str) -> RouteDecision {
+            RouteDecision {
+                model: model.to_string(),
+                fallbacks: Vec::new(),
+                rule: rule.to_string(),
+                policy: policy.to_string(),
+            }
+        }
+
+        /// The same decision, with models to try when the chosen one fails.
+        pub fn with_fallbacks<'a>(mut self, ids: impl IntoIterator<Item = &'a str>) -> Self {
+            self.fallbacks = ids.into_iter().map(str::to_string).collect();
+            self
+        }
+    }
+
+    impl Rejection {
+        /// A refusal the client receives with this HTTP status (4xx) in the OpenAI error shape.
+        pub fn new(status: u16, code: &str, message: &str) -> Rejection {
+            Rejection {
+                status,
+                code: code.to_string(),
+                message: message.to_string(),
+            }
+        }
+    }
+
+    impl RequestFacts {
+        /// The value of a free label, if the request carries it.
+        pub fn label(&self, key: &str) -> Option<&str> {
+            self.labels
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    impl ModelInfo {
+        /// Whether the model lists `language` (ISO 639-1) among the languages it serves well.
+        pub fn speaks(&self, language: &str) -> bool {
+            self.languages.iter().any(|l| l == language)
+        }
+
+        /// Input plus output price per million tokens: one number to compare models by.
+        pub fn total_cost(&self) -> f64 {
+            self.input_cost_per_mtok + self.output_cost_per_mtok
+        }
+
+        /// Whether the model carries `tag`.
+        pub fn has_tag(&self, tag: &str) -> bool {
+            self.tags.iter().any(|t| t == tag)
+        }
+    }
+}
+
+pub mod guardrail {
+    //! The `guardrail-policy` world: check messages on the way in and answers on the way out.
+    //! A check answers a [`Verdict`] (block, redactions, flagged entity kinds) or a
+    //! [`Rejection`] when the policy cannot decide (e.g. its settings are invalid).
+
+    pub use crate::bindings::guardrail::exports::sovereign::policy::guardrail::{
+        Guest as Guardrail, Message, Redaction, Stage, Verdict, Violation,
+    };
+    pub use crate::bindings::router::sovereign::policy::types::{Rejection, RequestFacts};
+
+    impl Verdict {
+        /// Nothing found: allow as is.
+        pub fn allow() -> Verdict {
+            Verdict {
+                block: None,
+                redactions: Vec::new(),
+                flagged: Vec::new(),
+            }
+        }
+    }
+}
+
+pub mod webhook {
+    //! The `webhook-policy` world: shape an event into one webhook target's body.
+    //! (Defined in the WIT; the gateway does not deliver webhooks yet.)
+
+    pub use crate::bindings::webhook::exports::sovereign::policy::webhook_shaper::{
+        Delivery, Event, Guest as WebhookShaper,
+    };
+}
+
+/// Exports a type implementing [`router::Router`] as the component's `router` interface (world
+/// `router-policy`). Invoke once, at the crate root or in any module. On other targets it expands
+/// to nothing, so the router's logic can be unit-tested natively with `cargo test`.
+#[macro_export]
+macro_rules! export_router {
+    ($ty:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::router::__export_router_policy!(
+            $ty with_types_in $crate::bindings::router
+        );
+    };
+}
+
+/// Exports a type implementing [`guardrail::Guardrail`] (world `guardrail-policy`).
+#[macro_export]
+macro_rules! export_guardrail {
+    ($ty:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::guardrail::__export_guardrail_policy!(
+            $ty with_types_in $crate::bindings::guardrail
+        );
+    };
+}
+
+/// Exports a type implementing [`webhook::WebhookShaper`] (world `webhook-policy`).
+#[macro_export]
+macro_rules! export_webhook_shaper {
+    ($ty:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::webhook::__export_webhook_policy!(
+            $ty with_types_in $crate::bindings::webhook
+        );
+    };
+}
