@@ -46,7 +46,10 @@ impl Gateway {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
-        serve(listener, http::router(self.state), self.opts, shutdown).await?;
+        let state = self.state.clone();
+        let served = serve(listener, http::router(self.state), self.opts, shutdown).await;
+        state.shut_down().await;
+        served?;
         Ok(())
     }
 }

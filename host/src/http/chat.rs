@@ -7,8 +7,9 @@
 //! 5. answer: relay the stream event by event, or rewrite the JSON answer, so the client sees the
 //!    gateway's request id and the id of the model that served.
 //!
-//! Authentication ran before this (middleware). Later phases (guardrails, limits, budgets, the
-//! journal) slot in between these steps in the order ARCHITECTURE.md gives.
+//! Authentication ran before this (middleware), and the journal layer around it gets its facts
+//! from the request's [`Audit`] slot as the phases learn them. Later phases (guardrails, limits,
+//! budgets) slot in between these steps in the order ARCHITECTURE.md gives.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, header};
 use serde_json::Value;
 
+use super::audit::{Audit, X_ACTOR_ID};
 use super::error::ApiError;
 use super::validate::ChatRequest;
 use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body};
@@ -35,12 +37,15 @@ pub async fn chat_completions(
     State(app): State<AppState>,
     Extension(ctx): Extension<RequestCtx>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(audit): Extension<Audit>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     // 1. The request as the client sent it, checked against the convention.
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = ChatRequest::parse(raw)?;
+    audit.prompt(request.body.get("messages"));
+    audit.actor(request.body.get("user"));
 
     // 2. Facts: language, prompt tokens, routing hints (never the prompt itself).
     let classification = headers
@@ -52,7 +57,7 @@ pub async fn chat_completions(
         request_id: ctx.id.to_string(),
         team_id: principal.team_id.clone(),
         key_id: principal.key_id.clone(),
-        actor_id: actor_id(&request, &principal),
+        actor_id: actor_id(&request, &headers, &principal),
         ..RouteFacts::default()
     });
 
@@ -62,12 +67,14 @@ pub async fn chat_completions(
         .router
         .route(&app.0.config, &route_facts, ModelKind::Chat)
         .await?;
+    audit.route(&route);
 
     // 4 and 5, with the route's headers on whatever comes back.
-    let mut response = match forward(&app, &ctx, request, &route).await {
+    let mut response = match forward(&app, &ctx, &audit, request, &route).await {
         Ok(r) => r,
         Err(e) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
+            audit.upstream_failed();
             e.into_response()
         }
     };
@@ -76,10 +83,12 @@ pub async fn chat_completions(
     Ok(response)
 }
 
-/// Who the request is for: the body's `user`, else the key.
-fn actor_id(request: &ChatRequest, principal: &Principal) -> String {
-    match request.body.get("user").and_then(Value::as_str) {
-        Some(user) if !user.is_empty() => user.chars().take(256).collect(),
+/// Who the request is for: the body's `user`, else the `X-Actor-ID` header, else the key (the
+/// journal's `actor_id` follows the same order).
+fn actor_id(request: &ChatRequest, headers: &HeaderMap, principal: &Principal) -> String {
+    let header = headers.get(X_ACTOR_ID).and_then(|v| v.to_str().ok());
+    match request.body.get("user").and_then(Value::as_str).or(header) {
+        Some(actor) if !actor.is_empty() => actor.chars().take(256).collect(),
         _ => principal.key_id.clone(),
     }
 }
@@ -87,6 +96,7 @@ fn actor_id(request: &ChatRequest, principal: &Principal) -> String {
 async fn forward(
     app: &AppState,
     ctx: &RequestCtx,
+    audit: &Audit,
     request: ChatRequest,
     route: &Route,
 ) -> Result<Response, ApiError> {
@@ -110,7 +120,10 @@ async fn forward(
             error_body: |e| ApiError::from(e).body(),
         };
         let request_id = ctx.id.clone();
+        audit.stream_opened();
+        let audit = audit.clone();
         let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
+            audit.stream_finished(&summary);
             Metrics::dec(&metrics.streams_active);
             let counter = match &summary.outcome {
                 StreamOutcome::Completed => &metrics.streams_completed,
@@ -141,6 +154,7 @@ async fn forward(
     obj.insert("id".into(), Value::String(ctx.id.to_string()));
     obj.insert("model".into(), Value::String(model.id.0.clone()));
     let usage = Usage::from_json(&answer);
+    audit.usage(usage, true);
     tracing::debug!(request_id = %ctx.id, ?usage, "answered");
     Ok(axum::Json(answer).into_response())
 }

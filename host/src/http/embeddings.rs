@@ -10,6 +10,7 @@ use axum::{Extension, Json};
 use http::HeaderMap;
 use serde_json::Value;
 
+use super::audit::Audit;
 use super::chat::{encode_body, set_route_headers};
 use super::error::ApiError;
 use super::validate::EmbeddingsRequest;
@@ -23,11 +24,14 @@ use crate::upstream::Endpoint;
 pub async fn embeddings(
     State(app): State<AppState>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(audit): Extension<Audit>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = EmbeddingsRequest::parse(raw)?;
+    audit.prompt(request.body.get("input"));
+    audit.actor(request.body.get("user"));
     let facts = RouteFacts {
         requested_model: request.model.clone(),
         team_id: principal.team_id.clone(),
@@ -39,6 +43,7 @@ pub async fn embeddings(
         .router
         .route(&app.0.config, &facts, ModelKind::Embedding)
         .await?;
+    audit.route(&route);
     let model = &route.model;
     request
         .body
@@ -55,6 +60,7 @@ pub async fn embeddings(
     .await;
     let mut response = match result {
         Ok(mut answer) => {
+            audit.usage(crate::upstream::Usage::from_json(&answer), false);
             if let Some(obj) = answer.as_object_mut() {
                 obj.insert("model".into(), Value::String(model.id.0.clone()));
             }
@@ -62,6 +68,7 @@ pub async fn embeddings(
         }
         Err(e) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
+            audit.upstream_failed();
             ApiError::from(e).into_response()
         }
     };

@@ -193,6 +193,15 @@ pub(super) fn verify_filtered(
     if let Some(only) = only {
         checkpoints.retain(|id, _| id == only);
     }
+    // List the segments again, after the checkpoints were read: a live writer may have rotated
+    // meanwhile, and every checkpoint read must find the entries it names (written before it).
+    let fresh = list_dir(dir)?;
+    listing.segments = fresh.segments;
+    listing.anchor_files = fresh.anchor_files;
+    if let Some(only) = only {
+        listing.segments.retain(|id, _| id == only);
+        listing.anchor_files.retain(|id, _| id == only);
+    }
     let ids: BTreeSet<&String> = listing
         .segments
         .keys()
