@@ -137,9 +137,11 @@ def gateway_config(
     sovereign_id: str = "test-gw-1",
     region: str = "sa-riyadh-1",
     routing: dict | None = None,
+    journal: dict | None = None,
 ) -> str:
     """Renders a gateway config. `models` are dicts of model fields (base_url included);
-    `keys` maps a key name to (role, hash)."""
+    `keys` maps a key name to (role, hash) or (role, hash, team) (team default `t1`);
+    `journal` is the `[journal]` table."""
     lines = [f"sovereign_id = {toml_value(sovereign_id)}", f"region = {toml_value(region)}",
              f"default_model = {toml_value(default_model)}", "", "[server]",
              'listen = "127.0.0.1:0"']
@@ -149,11 +151,28 @@ def gateway_config(
         lines += ["", "[routing]"] + [f"{k} = {toml_value(v)}" for k, v in routing.items()]
     for m in models:
         lines += ["", "[[models]]"] + [f"{k} = {toml_value(v)}" for k, v in m.items()]
-    lines += ["", "[[teams]]", 'id = "t1"']
-    for name, (role, hash_) in keys.items():
-        lines += ["", "[[keys]]", f"name = {toml_value(name)}", 'team = "t1"',
+    if journal:
+        lines += ["", "[journal]"] + [f"{k} = {toml_value(v)}" for k, v in journal.items()]
+    teams = ["t1"] + sorted({k[2] for k in keys.values() if len(k) > 2} - {"t1"})
+    for team in teams:
+        lines += ["", "[[teams]]", f"id = {toml_value(team)}"]
+    for name, (role, hash_, *team) in keys.items():
+        lines += ["", "[[keys]]", f"name = {toml_value(name)}", f"team = {toml_value(team[0] if team else 't1')}",
                   f"role = {toml_value(role)}", f"hash = {toml_value(hash_)}"]
     return "\n".join(lines) + "\n"
+
+
+def journal_dir(directory: Path) -> Path:
+    """Where a gateway started in `directory` keeps its journal by default (`data/journal`)."""
+    return directory / "data" / "journal"
+
+
+def verify_journal(directory: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """`sovereign journal verify` and scripts/verify_journal.py on the same journal directory."""
+    rust = subprocess.run([str(BIN), "journal", "verify", str(directory)], capture_output=True, text=True)
+    python = subprocess.run(["python3", str(REPO / "scripts" / "verify_journal.py"), str(directory)],
+                            capture_output=True, text=True)
+    return rust, python
 
 
 def fleet_models(sim_url: str, **overrides) -> list[dict]:

@@ -282,7 +282,6 @@ fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Respon
         .into_response()
 }
 
-
 const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash\r\n";
 
 /// One RFC 4180 row (fields quoted when they hold `,`, `"`, CR or LF; null is empty).
