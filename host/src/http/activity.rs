@@ -371,3 +371,58 @@ fn report_json(r: &VerifyReport) -> Value {
         "chains": chains,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    fn request(v: Value) -> LogsRequest {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn filters_are_parsed_and_times_normalised() {
+        let (f, from_seq, limit, format) = parse(request(json!({
+            "from": "2026-11-23T00:30:00+03:00", "to": "2026-11-23", "status": "rejected",
+            "cursor": "42", "format": "csv", "model": "m"
+        })))
+        .unwrap();
+        assert_eq!(f.from.as_deref(), Some("2026-11-22T21:30:00.000Z"));
+        assert_eq!(f.to.as_deref(), Some("2026-11-23T00:00:00.000Z"));
+        assert_eq!(f.status, Some(Status::Rejected));
+        assert_eq!((from_seq, limit, format), (42, MAX_EXPORT, Format::Csv));
+        let (_, from_seq, limit, format) = parse(request(json!({}))).unwrap();
+        assert_eq!((from_seq, limit, format), (1, DEFAULT_PAGE, Format::Json));
+    }
+
+    #[test]
+    fn bad_filters_name_their_parameter() {
+        for (body, param) in [
+            (json!({"from": "soon"}), "from"),
+            (json!({"status": "ok"}), "status"),
+            (json!({"limit": 0}), "limit"),
+            (json!({"limit": 1001}), "limit"),
+            (json!({"cursor": "0"}), "cursor"),
+            (json!({"format": "xml"}), "format"),
+        ] {
+            let e = parse(request(body.clone())).err().unwrap();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{body}");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+        }
+        assert!(parse(request(json!({"format": "jsonl", "limit": 5000}))).is_ok());
+    }
+
+    #[test]
+    fn csv_rows_quote_what_needs_quoting() {
+        let line = br#"{"action":"chat.completions","actor_id":"a, \"b\"\nc","completion_tokens":null,"journal_hash":"sha256:j","key_id":"k","latency_us":7,"model":null,"prev_hash":"sha256:p","prompt_hash":null,"prompt_tokens":3,"request_id":"req-1","residency_boundary":"eu","routing_policy":null,"seq":1,"status":"success","team_id":"t","timestamp":"2026-11-22T21:31:47.123Z"}"#;
+        let record = Record::parse(line).unwrap();
+        let mut out = Vec::new();
+        csv_row(&mut out, &record);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j\r\n"
+        );
+        assert_eq!(CSV_HEADER.split(',').count(), 17);
+    }
+}

@@ -294,17 +294,23 @@ impl Unwritten {
             prompt_hash: f.prompt_hash.clone(),
             routing_policy: f.routing_policy.clone(),
             residency_boundary: f.residency_boundary.clone(),
-            status: f.status.unwrap_or(match http {
-                Some(s) if s.is_server_error() => Status::Error,
-                Some(s) if s.is_client_error() => Status::Rejected,
-                Some(_) => Status::Success,
-                None => Status::Error,
-            }),
+            status: outcome(f.status, http),
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
             latency_us: u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
         })
     }
+}
+
+/// The entry's status: what the handler set (a stream's end, an upstream failure, a block),
+/// else from the HTTP status; no response at all (abandoned) is `error`.
+fn outcome(set: Option<Status>, http: Option<StatusCode>) -> Status {
+    set.unwrap_or(match http {
+        Some(s) if s.is_server_error() => Status::Error,
+        Some(s) if s.is_client_error() => Status::Rejected,
+        Some(_) => Status::Success,
+        None => Status::Error,
+    })
 }
 
 impl Pending {
@@ -351,5 +357,71 @@ impl Drop for Pending {
                 "request abandoned outside the runtime; its journal entry is lost"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    #[test]
+    fn actions_are_named_by_route() {
+        let cases = [
+            (Method::POST, "/v1/chat/completions", "chat.completions"),
+            (Method::POST, "/v1/embeddings", "embeddings"),
+            (Method::GET, "/v1/models", "models.list"),
+            (Method::GET, "/v1/models/jais-30b-chat", "models.retrieve"),
+            (
+                Method::POST,
+                "/v1/admin/policies/pol_2/activate",
+                "admin.policies.activate",
+            ),
+            (
+                Method::GET,
+                "/v1/admin/journal/verify",
+                "admin.journal.verify",
+            ),
+            (Method::POST, "/v1/activity/logs", "activity.logs"),
+            (
+                Method::GET,
+                "/v1/chat/completions",
+                "GET /v1/chat/completions",
+            ),
+        ];
+        for (method, path, want) in cases {
+            assert_eq!(action(&method, path), want, "{method} {path}");
+        }
+        let long = format!("/v1/{}", "é".repeat(200));
+        assert!(action(&Method::GET, &long).len() <= 128);
+    }
+
+    #[test]
+    fn status_comes_from_the_handler_else_the_http_status() {
+        assert_eq!(outcome(None, Some(StatusCode::OK)), Status::Success);
+        for code in [400, 403, 404, 413, 429] {
+            let s = StatusCode::from_u16(code).unwrap();
+            assert_eq!(outcome(None, Some(s)), Status::Rejected, "{code}");
+        }
+        assert_eq!(outcome(None, Some(StatusCode::BAD_GATEWAY)), Status::Error);
+        assert_eq!(outcome(None, None), Status::Error, "abandoned");
+        let passed_on_429 = Some(StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(outcome(Some(Status::Error), passed_on_429), Status::Error);
+        let guardrail = Some(StatusCode::BAD_REQUEST);
+        assert_eq!(outcome(Some(Status::Blocked), guardrail), Status::Blocked);
+    }
+
+    #[test]
+    fn prompt_hash_is_sha256_of_the_canonical_prompt() {
+        let a: Value = serde_json::from_str(r#"[{"role":"user","content":"مرحبا"}]"#).unwrap();
+        let b: Value =
+            serde_json::from_str("[ {\"content\": \"مرحبا\",\n \"role\": \"user\"} ]").unwrap();
+        let want = sha256_tagged("[{\"content\":\"مرحبا\",\"role\":\"user\"}]".as_bytes());
+        assert_eq!(prompt_hash(&a).unwrap(), want);
+        assert_eq!(
+            prompt_hash(&b).unwrap(),
+            want,
+            "key order and white space do not matter"
+        );
     }
 }
