@@ -40,7 +40,13 @@ impl Gateway {
         Ok(Gateway { state, opts })
     }
 
-    /// Serves on `listener` until `shutdown` resolves, then drains in-flight requests.
+    /// The shared state the server will run on (tests reach the journal through it).
+    pub fn state(&self) -> &http::AppState {
+        &self.state
+    }
+
+    /// Serves on `listener` until `shutdown` resolves, then drains in-flight requests; then
+    /// closes the journal.
     pub async fn serve(
         self,
         listener: TcpListener,

@@ -8,6 +8,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod audit;
 mod cli;
 mod gateway;
 mod hot_swap;
@@ -29,6 +30,10 @@ pub struct Stack {
     pub gateway: String,
     pub fleet: String,
     pub member_key: String,
+    /// The gateway's journal (a handle on the same writer).
+    pub journal: Option<sovereign::journal::Journal>,
+    /// The journal's directory.
+    pub journal_dir: std::path::PathBuf,
     stop: Vec<oneshot::Sender<()>>,
     pub gateway_task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -62,6 +67,8 @@ impl Stack {
         let gateway = sovereign::Gateway::new(config)
             .await
             .unwrap_or_else(|e| panic!("{e:#}"));
+        let journal = gateway.state().0.journal.clone();
+        let journal_dir = dir.join("journal");
         let (stop_gw, gw_stopped) = oneshot::channel::<()>();
         let gateway_task = tokio::spawn(gateway.serve(listener, async {
             let _ = gw_stopped.await;
@@ -70,6 +77,8 @@ impl Stack {
             gateway: format!("http://{addr}"),
             fleet: fleet_url,
             member_key: keys.keys[1].2.clone(),
+            journal,
+            journal_dir,
             stop: vec![stop_gw, stop_fleet],
             gateway_task,
         }
