@@ -9,6 +9,7 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import socket
 import subprocess
 import threading
@@ -283,7 +284,7 @@ def test_bad_filters_are_400_in_the_error_shape(jgw, team_keys, query, param):
         assert error["param"] == param
 
 
-def test_admin_verify_endpoint_and_both_verifiers_agree_on_the_live_journal(jgw, team_keys):
+def test_admin_verify_endpoint_and_both_verifiers_agree_on_the_live_journal(jgw, team_keys, tmp_path):
     gw, directory = jgw
     keys = team_keys[0]
     with api(gw, keys["member"]) as c:
@@ -305,6 +306,18 @@ def test_admin_verify_endpoint_and_both_verifiers_agree_on_the_live_journal(jgw,
     rust, python = harness.verify_journal(harness.journal_dir(directory))
     assert rust.returncode == 0 and python.returncode == 0, (rust.stdout, python.stdout)
     assert rust.stdout.startswith("OK test-gw-1:") and python.stdout.startswith("OK test-gw-1:")
+
+    # On a tampered copy of the real journal, both fail, naming the same file and line.
+    copy = tmp_path / "copy"
+    shutil.copytree(harness.journal_dir(directory), copy)
+    second = sorted(copy.glob("journal-*.jsonl"))[1]
+    lines = second.read_text().splitlines()
+    lines[1] = lines[1].replace('"t1"', '"t9"')
+    second.write_text("\n".join(lines) + "\n")
+    rust, python = harness.verify_journal(copy)
+    assert rust.returncode == python.returncode == 1, (rust.stdout, python.stdout)
+    where = f"FAIL test-gw-1: {second.name}:2"
+    assert rust.stdout.startswith(where) and python.stdout.startswith(where), (rust.stdout, python.stdout)
 
 
 def test_kill_9_during_load_loses_no_answered_request(sim, team_keys, tmp_path):
