@@ -187,6 +187,11 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         req.extensions().get::<RequestCtx>().cloned(),
         req.extensions().get::<Arc<Principal>>().cloned(),
     ) else {
+        if app.0.journal.is_some() {
+            // Only a mis-ordered layer stack gets here (the journal layer must sit inside
+            // `request_context` and `authenticate`): say so loudly rather than skip silently.
+            tracing::error!("journal layer without a request context or principal; not journaled");
+        }
         return next.run(req).await;
     };
     let header_actor = req
