@@ -34,8 +34,9 @@ pub enum Durability {
     /// `append` returns once the entry is fsynced (group commit: one fsync per batch).
     Durable,
     /// `append` returns once the entry is queued; it is fsynced at the latest `window` after it
-    /// was queued, or as soon as `max_entries` unsynced entries have accumulated (plus the time
-    /// of the fsync itself and any wait for the writer).
+    /// was queued (plus the time of the fsync itself and any wait for the writer): the writer
+    /// sleeps out the window and writes what queued meanwhile at once, fsyncing sooner when a
+    /// drained batch leaves `max_entries` unsynced.
     Batched {
         window: Duration,
         max_entries: usize,

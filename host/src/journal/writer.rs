@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
@@ -231,14 +231,19 @@ impl Writer {
 
     fn serve(&mut self, rx: &mpsc::Receiver<Msg>) -> Result<(), JournalError> {
         loop {
-            // Wait for work, or (batched mode) for the oldest unsynced entry's deadline.
+            // Wait for work, or (batched mode, entries waiting for their fsync) sleep out the
+            // window: whatever is queued by then goes into one write and one fsync, instead of
+            // the writer waking (and writing) once per entry.
             let first = match (self.deadline(), self.oldest_unsynced) {
                 (Some(deadline), Some(_)) => {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(left) {
+                    if !left.is_zero() {
+                        std::thread::sleep(left);
+                    }
+                    match rx.try_recv() {
                         Ok(m) => Some(m),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => return self.shut_down(None),
+                        Err(TryRecvError::Empty) => None,
+                        Err(TryRecvError::Disconnected) => return self.shut_down(None),
                     }
                 }
                 _ => match rx.recv() {
