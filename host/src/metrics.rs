@@ -1,6 +1,6 @@
 //! Process counters, rendered in the Prometheus text format at `GET /metrics`. They count what an
 //! operator (and the leak tests) need to see: requests by outcome, requests and upstream streams
-//! in flight, streams abandoned by their clients.
+//! in flight, streams abandoned by their clients, journal entries and failed appends.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,11 +15,13 @@ pub struct Metrics {
     pub streams_client_gone: AtomicU64,
     pub streams_upstream_failed: AtomicU64,
     pub upstream_errors_total: AtomicU64,
+    pub journal_entries_total: AtomicU64,
+    pub journal_append_failures_total: AtomicU64,
 }
 
 impl Metrics {
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, &AtomicU64); 8] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 10] = [
             (
                 "sovereign_requests_total",
                 "counter",
@@ -67,6 +69,18 @@ impl Metrics {
                 "counter",
                 "Upstream calls that failed before answering",
                 &self.upstream_errors_total,
+            ),
+            (
+                "sovereign_journal_entries_total",
+                "counter",
+                "Activity-journal entries appended (one per authenticated request)",
+                &self.journal_entries_total,
+            ),
+            (
+                "sovereign_journal_append_failures_total",
+                "counter",
+                "Journal appends that failed (each failed its request: alert on any)",
+                &self.journal_append_failures_total,
             ),
         ];
         let mut out = String::new();

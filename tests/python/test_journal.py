@@ -145,12 +145,15 @@ def test_every_request_kind_gets_exactly_one_entry_with_its_status(jgw, sim, tea
 
 def test_unauthenticated_requests_are_not_journaled_but_counted(jgw, team_keys):
     gw, _ = jgw
-    before = harness.metrics(gw)["sovereign_unauthenticated_total"]
+    before = harness.metrics(gw)
     r = httpx.post(f"{gw.url}/v1/chat/completions", json={"model": "x", "messages": HI},
                    headers={"Authorization": "Bearer sk-nope"})
     assert r.status_code == 401
+    after = harness.metrics(gw)
+    assert after["sovereign_unauthenticated_total"] == before["sovereign_unauthenticated_total"] + 1
+    assert after["sovereign_journal_entries_total"] == before["sovereign_journal_entries_total"]
+    assert after["sovereign_journal_append_failures_total"] == 0
     assert entries_for(gw, team_keys[0]["admin"], r.headers["x-audit-trace-id"]) == []
-    assert harness.metrics(gw)["sovereign_unauthenticated_total"] == before + 1
 
 
 def test_actor_is_the_body_user_then_the_header_then_the_key(jgw, team_keys):

@@ -26,6 +26,7 @@ use super::error::ApiError;
 use super::{AppState, RequestCtx};
 use crate::auth::Principal;
 use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
+use crate::metrics::Metrics;
 use crate::routing::Route;
 use crate::upstream::{StreamOutcome, StreamSummary, Usage};
 
@@ -202,6 +203,7 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         .map(truncate);
     let pending = Pending(Some(Unwritten {
         journal,
+        metrics: app.0.metrics.clone(),
         audit: audit.clone(),
         request_id: ctx.id,
         started: ctx.started,
@@ -273,6 +275,7 @@ struct Pending(Option<Unwritten>);
 
 struct Unwritten {
     journal: Journal,
+    metrics: Arc<Metrics>,
     audit: Audit,
     request_id: Arc<str>,
     started: Instant,
@@ -318,6 +321,14 @@ fn outcome(set: Option<Status>, http: Option<StatusCode>) -> Status {
     })
 }
 
+fn count(metrics: &Metrics, appended: bool) {
+    Metrics::inc(if appended {
+        &metrics.journal_entries_total
+    } else {
+        &metrics.journal_append_failures_total
+    });
+}
+
 impl Pending {
     fn take(&mut self) -> Pending {
         Pending(self.0.take())
@@ -336,11 +347,13 @@ impl Pending {
             return Ok(());
         };
         let draft = request.draft(http);
-        let journal = request.journal;
-        tokio::spawn(async move { journal.append(draft).await })
+        let (journal, metrics) = (request.journal, request.metrics);
+        let appended = tokio::spawn(async move { journal.append(draft).await })
             .await
-            .map_err(|e| JournalError::Closed(Some(format!("append task failed: {e}"))))?
-            .map(drop)
+            .map_err(|e| JournalError::Closed(Some(format!("append task failed: {e}"))))
+            .and_then(|r| r.map(drop));
+        count(&metrics, appended.is_ok());
+        appended
     }
 }
 
@@ -348,11 +361,13 @@ impl Drop for Pending {
     fn drop(&mut self) {
         let Some(request) = self.0.take() else { return };
         let draft = request.draft(None);
-        let journal = request.journal;
+        let (journal, metrics) = (request.journal, request.metrics);
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
                 rt.spawn(async move {
-                    if let Err(e) = journal.append(draft).await {
+                    let appended = journal.append(draft).await;
+                    count(&metrics, appended.is_ok());
+                    if let Err(e) = appended {
                         tracing::error!(error = %e, "journal append for an abandoned request failed");
                     }
                 });

@@ -103,4 +103,17 @@ async fn a_request_whose_entry_cannot_be_written_fails() {
     let text = r.text().await.unwrap();
     assert!(!text.contains("[DONE]"), "never completed: {text}");
     assert!(text.contains("journal_unavailable"), "{text}");
+
+    let metrics = crate::Stack::client()
+        .get(format!("{}/metrics", stack.gateway))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("\nsovereign_journal_append_failures_total 2\n"),
+        "{metrics}"
+    );
 }
