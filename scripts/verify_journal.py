@@ -4,7 +4,9 @@
 Usage: verify_journal.py DIR [CHECKPOINT_FILE]    exit 0 when everything verifies, 1 otherwise.
 Checks every chain's seq, prev_hash links and journal_hash, then the chain against the signed
 checkpoints (count and head hash; the standard library has no Ed25519, so signatures are left
-to `sovereign journal verify --public-key`). Standard library only.
+to `sovereign journal verify --public-key`). A chain pruned by retention starts after its anchor
+(anchor-<id>.jsonl: the last pruned entry's seq and hash); segments the anchor covers are skipped.
+Standard library only.
 """
 import hashlib, json, os, re, sys
 
@@ -20,8 +22,12 @@ def lines(path):  # the '\n'-terminated lines, and the unterminated bytes after 
     return body, rest
 
 
-def verify_chain(sid, files, cps):
-    seq, head = 0, GENESIS
+def verify_chain(sid, files, cps, anchor=None):
+    seq, head = (anchor["seq"], anchor["head_hash"]) if anchor else (0, GENESIS)
+    files = [f for f in files if int(f[-26:-6]) > seq]  # names end in <first seq, 20 digits>.jsonl
+    for cp_file, cp_line, cp in cps.get(seq, []) if anchor else []:
+        if cp["head_hash"] != head:
+            return f"FAIL {sid}: anchor-{sid}.jsonl:1: differs from the checkpoint at {cp_file}:{cp_line}"
     for k, path in enumerate(files):
         body, rest = lines(path)
         for i, raw in enumerate(body, 1):
@@ -64,8 +70,18 @@ def verify(directory, checkpoint_file=None):
                 cps.setdefault(cp["sovereign_id"], {}).setdefault(cp["seq"], []).append((path, i, cp))
             except (ValueError, KeyError, TypeError):
                 return [f"FAIL checkpoints: {os.path.basename(path)}:{i}: malformed checkpoint"]
-    ids = sorted(set(segments) | set(cps))
-    return [verify_chain(s, segments.get(s, []), cps.get(s, {})) for s in ids] or ["FAIL no journal found"]
+    anchors = {}
+    for name in names:
+        if m := re.fullmatch(r"anchor-(.+)\.jsonl", name):
+            body = lines(os.path.join(directory, name))[0]
+            try:
+                anchors[m[1]] = json.loads(body[0]) if len(body) == 1 else None
+            except ValueError:
+                anchors[m[1]] = None
+    ids = sorted(set(segments) | set(cps) | set(anchors))
+    return [verify_chain(s, segments.get(s, []), cps.get(s, {}), anchors.get(s)) if anchors.get(s, 1)
+            else f"FAIL {s}: anchor-{s}.jsonl:1: malformed anchor"
+            for s in ids] or ["FAIL no journal found"]
 
 
 if __name__ == "__main__":

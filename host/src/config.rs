@@ -87,6 +87,8 @@ struct RawConfig {
     plans: RawPlans,
     #[serde(default)]
     budgets: RawBudgets,
+    #[serde(default)]
+    journal: RawJournal,
 }
 
 /// `[access]`: who may call from where, and how often.
@@ -171,6 +173,48 @@ impl Default for RawBudgets {
             currency: "USD".into(),
             thresholds: vec![50, 80, 100],
             default_max_tokens: 4_096,
+        }
+    }
+}
+
+/// `[journal]`: the activity journal (docs/JOURNAL.md). Paths are relative to the config file;
+/// unset paths default to `<data_dir>/journal` and `<data_dir>/journal-signing.key`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawJournal {
+    enabled: bool,
+    dir: Option<String>,
+    signing_key: Option<String>,
+    durability: String,
+    batch_window_ms: u64,
+    batch_max_entries: usize,
+    max_segment_bytes: u64,
+    max_segment_entries: u64,
+    checkpoint_every: u64,
+    max_age_days: Option<u64>,
+    max_bytes: Option<u64>,
+    export_dir: Option<String>,
+    retention_interval_s: u64,
+    force: bool,
+}
+
+impl Default for RawJournal {
+    fn default() -> Self {
+        RawJournal {
+            enabled: true,
+            dir: None,
+            signing_key: None,
+            durability: "durable".into(),
+            batch_window_ms: 5,
+            batch_max_entries: 4096,
+            max_segment_bytes: 64 << 20,
+            max_segment_entries: 1_000_000,
+            checkpoint_every: 10_000,
+            max_age_days: None,
+            max_bytes: None,
+            export_dir: None,
+            retention_interval_s: 3600,
+            force: false,
         }
     }
 }
@@ -330,6 +374,8 @@ pub struct Config {
     pub access: AccessConfig,
     pub plans: Plans,
     pub budgets: BudgetsConfig,
+    /// The activity journal; `None` when `[journal] enabled = false`.
+    pub journal: Option<JournalSettings>,
 }
 
 /// Who may call from where, and how often (`[access]`).
@@ -381,6 +427,13 @@ pub struct BudgetsConfig {
     /// Ascending percentages, each 1..=1000.
     pub thresholds: Vec<u32>,
     pub default_max_tokens: u32,
+}
+
+/// `[journal]`, validated: how to open the chain, and what retention prunes.
+#[derive(Debug, Clone)]
+pub struct JournalSettings {
+    pub open: crate::journal::JournalConfig,
+    pub retention: crate::journal::Retention,
 }
 
 #[derive(Debug, Clone)]
@@ -796,13 +849,15 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         thresholds: b.thresholds,
         default_max_tokens: b.default_max_tokens,
     };
+    let data_dir = base.join(&raw.data_dir);
+    let journal = validate_journal(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
 
     match listen {
         Some(listen) if errors.is_empty() => Ok(Config {
             sovereign_id: raw.sovereign_id,
             region: raw.region,
             default_model: ModelId(raw.default_model),
-            data_dir: base.join(&raw.data_dir),
+            data_dir,
             server: ServerConfig {
                 listen,
                 max_body_bytes: usize::try_from(s.max_body_bytes).unwrap_or(usize::MAX),
@@ -818,9 +873,90 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             access,
             plans,
             budgets,
+            journal,
         }),
         _ => Err(ConfigErrors(errors)),
     }
+}
+
+fn validate_journal(
+    j: RawJournal,
+    base: &Path,
+    data_dir: &Path,
+    sovereign_id: &str,
+    err: &mut impl FnMut(String, &str),
+) -> Option<JournalSettings> {
+    use crate::journal::{Durability, JournalConfig, Retention};
+    let durability = match j.durability.as_str() {
+        "durable" => Durability::Durable,
+        "batched" => Durability::Batched {
+            window: Duration::from_millis(j.batch_window_ms),
+            max_entries: j.batch_max_entries,
+        },
+        _ => {
+            err(
+                "journal.durability".into(),
+                "must be `durable` or `batched`",
+            );
+            Durability::Durable
+        }
+    };
+    if j.batch_window_ms == 0 || j.batch_window_ms > 10_000 {
+        err(
+            "journal.batch_window_ms".into(),
+            "must be between 1 and 10000",
+        );
+    }
+    for (name, zero) in [
+        ("batch_max_entries", j.batch_max_entries == 0),
+        ("max_segment_bytes", j.max_segment_bytes == 0),
+        ("max_segment_entries", j.max_segment_entries == 0),
+        ("checkpoint_every", j.checkpoint_every == 0),
+        ("retention_interval_s", j.retention_interval_s == 0),
+        ("max_age_days", j.max_age_days == Some(0)),
+        ("max_bytes", j.max_bytes == Some(0)),
+    ] {
+        if zero {
+            err(format!("journal.{name}"), "must be at least 1");
+        }
+    }
+    if !j.enabled {
+        return None;
+    }
+    let dir = j
+        .dir
+        .map_or_else(|| data_dir.join("journal"), |d| base.join(d));
+    let signing_key = j
+        .signing_key
+        .map_or_else(|| data_dir.join("journal-signing.key"), |k| base.join(k));
+    if signing_key.starts_with(&dir) {
+        err(
+            "journal.signing_key".into(),
+            "must not be inside the journal directory (whoever can rewrite the journal must not hold the key)",
+        );
+    }
+    let export_dir = j.export_dir.map(|d| base.join(d));
+    if export_dir.as_ref().is_some_and(|e| e == &dir) {
+        err(
+            "journal.export_dir".into(),
+            "must not be the journal directory",
+        );
+    }
+    let mut open = JournalConfig::new(dir, sovereign_id, signing_key);
+    open.durability = durability;
+    open.max_segment_bytes = j.max_segment_bytes;
+    open.max_segment_entries = j.max_segment_entries;
+    open.checkpoint_every = j.checkpoint_every;
+    open.force = j.force;
+    Some(JournalSettings {
+        open,
+        retention: Retention {
+            max_age: j.max_age_days.map(|d| Duration::from_secs(d * 86_400)),
+            max_bytes: j.max_bytes,
+            export_dir,
+            interval: Duration::from_secs(j.retention_interval_s),
+        },
+    })
 }
 
 /// Reads a file named in the config, relative to the config's directory.
@@ -921,6 +1057,35 @@ hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
             assert!(text.contains(needle), "{needle} missing from:\n{text}");
         }
         assert_eq!(e.0.len(), 4, "{text}");
+    }
+
+    #[test]
+    fn journal_defaults_to_durable_under_data_dir() {
+        let c = Config::parse(GOOD).unwrap();
+        let j = c.journal.unwrap();
+        assert_eq!(j.open.dir, Path::new("./data/journal"));
+        assert_eq!(j.open.signing_key, Path::new("./data/journal-signing.key"));
+        assert_eq!(j.open.durability, crate::journal::Durability::Durable);
+        assert_eq!(j.open.sovereign_id, "gw-1");
+        assert!(j.retention.max_age.is_none() && j.retention.max_bytes.is_none());
+        let off = Config::parse(&format!("{GOOD}\n[journal]\nenabled = false\n")).unwrap();
+        assert!(off.journal.is_none());
+    }
+
+    #[test]
+    fn journal_errors_have_their_paths() {
+        let bad = format!(
+            "{GOOD}\n[journal]\ndurability = \"sometimes\"\nbatch_window_ms = 0\nmax_bytes = 0\ndir = \"j\"\nsigning_key = \"j/k\"\n"
+        );
+        let text = Config::parse(&bad).unwrap_err().to_string();
+        for needle in [
+            "journal.durability",
+            "journal.batch_window_ms",
+            "journal.max_bytes",
+            "journal.signing_key",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from:\n{text}");
+        }
     }
 
     #[test]

@@ -65,12 +65,13 @@ impl Gateway {
             .take()
     }
 
-    /// The shared state (tests subscribe to its events).
+    /// The shared state the server runs on (tests reach its events and journal through it).
     pub fn state(&self) -> &http::AppState {
         &self.state
     }
 
-    /// Serves on `listener` until `shutdown` resolves, then drains in-flight requests.
+    /// Serves on `listener` until `shutdown` resolves, then drains in-flight requests; then
+    /// closes the journal.
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -94,8 +95,10 @@ impl Gateway {
         )
         .await;
         upkeep.abort();
-        // Drained: every settled charge is committed before the process may exit.
+        // Drained: every settled charge is committed and the journal closed before the process
+        // may exit.
         self.state.0.budgets.charger().flush().await;
+        self.state.shut_down().await;
         result?;
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Process counters, rendered in the Prometheus text format at `GET /metrics`. They count what an
 //! operator (and the leak tests) need to see: requests by outcome, requests and upstream streams
-//! in flight, streams abandoned by their clients.
+//! in flight, streams abandoned by their clients, journal entries and failed appends.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,11 +17,13 @@ pub struct Metrics {
     pub upstream_errors_total: AtomicU64,
     pub rate_limited_total: AtomicU64,
     pub budget_refused_total: AtomicU64,
+    pub journal_entries_total: AtomicU64,
+    pub journal_append_failures_total: AtomicU64,
 }
 
 impl Metrics {
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, &AtomicU64); 10] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 12] = [
             (
                 "sovereign_rate_limited_total",
                 "counter",
@@ -81,6 +83,18 @@ impl Metrics {
                 "counter",
                 "Upstream calls that failed before answering",
                 &self.upstream_errors_total,
+            ),
+            (
+                "sovereign_journal_entries_total",
+                "counter",
+                "Activity-journal entries appended (one per authenticated request)",
+                &self.journal_entries_total,
+            ),
+            (
+                "sovereign_journal_append_failures_total",
+                "counter",
+                "Journal appends that failed (each failed its request: alert on any)",
+                &self.journal_append_failures_total,
             ),
         ];
         let mut out = String::new();

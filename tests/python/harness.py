@@ -151,10 +151,13 @@ def gateway_config(
     routing: dict | None = None,
     team_plan: str = "enterprise",
     extra: str = UNLIMITED,
+    journal: dict | None = None,
 ) -> str:
     """Renders a gateway config. `models` are dicts of model fields (base_url included);
-    `keys` maps a key name to (role, hash). `extra` is TOML appended as is: by default it lifts
-    the request-rate limits, so tests that are not about limits never meet them."""
+    `keys` maps a key name to (role, hash) or (role, hash, team) (team default `t1`);
+    `journal` is the `[journal]` table. Config-file teams are on `team_plan`. `extra` is TOML
+    appended as is: by default it lifts the request-rate limits, so tests that are not about
+    limits never meet them."""
     lines = [f"sovereign_id = {toml_value(sovereign_id)}", f"region = {toml_value(region)}",
              f"default_model = {toml_value(default_model)}", "", "[server]",
              'listen = "127.0.0.1:0"']
@@ -164,11 +167,28 @@ def gateway_config(
         lines += ["", "[routing]"] + [f"{k} = {toml_value(v)}" for k, v in routing.items()]
     for m in models:
         lines += ["", "[[models]]"] + [f"{k} = {toml_value(v)}" for k, v in m.items()]
-    lines += ["", "[[teams]]", 'id = "t1"', f"plan = {toml_value(team_plan)}"]
-    for name, (role, hash_) in keys.items():
-        lines += ["", "[[keys]]", f"name = {toml_value(name)}", 'team = "t1"',
+    if journal:
+        lines += ["", "[journal]"] + [f"{k} = {toml_value(v)}" for k, v in journal.items()]
+    teams = ["t1"] + sorted({k[2] for k in keys.values() if len(k) > 2} - {"t1"})
+    for team in teams:
+        lines += ["", "[[teams]]", f"id = {toml_value(team)}", f"plan = {toml_value(team_plan)}"]
+    for name, (role, hash_, *team) in keys.items():
+        lines += ["", "[[keys]]", f"name = {toml_value(name)}", f"team = {toml_value(team[0] if team else 't1')}",
                   f"role = {toml_value(role)}", f"hash = {toml_value(hash_)}"]
     return "\n".join(lines) + "\n" + extra
+
+
+def journal_dir(directory: Path) -> Path:
+    """Where a gateway started in `directory` keeps its journal by default (`data/journal`)."""
+    return directory / "data" / "journal"
+
+
+def verify_journal(directory: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """`sovereign journal verify` and scripts/verify_journal.py on the same journal directory."""
+    rust = subprocess.run([str(BIN), "journal", "verify", str(directory)], capture_output=True, text=True)
+    python = subprocess.run(["python3", str(REPO / "scripts" / "verify_journal.py"), str(directory)],
+                            capture_output=True, text=True)
+    return rust, python
 
 
 def fleet_models(sim_url: str, **overrides) -> list[dict]:

@@ -11,8 +11,9 @@
 //!    included.
 //!
 //! Authentication, the key's address allow-list, rate and token limits ran before this
-//! (middleware). Later phases (guardrails) slot in between these steps in the order
-//! ARCHITECTURE.md gives.
+//! (middleware), and the journal layer around them gets its facts from the request's [`Audit`]
+//! slot as the phases learn them. Later phases (guardrails) slot in between these steps in the
+//! order ARCHITECTURE.md gives.
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, header};
 use serde_json::Value;
 
+use super::audit::Audit;
 use super::error::ApiError;
 use super::validate::ChatRequest;
 use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, spend};
@@ -42,12 +44,15 @@ pub async fn chat_completions(
     State(app): State<AppState>,
     Extension(ctx): Extension<RequestCtx>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(audit): Extension<Audit>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     // 1. The request as the client sent it, checked against the convention.
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = ChatRequest::parse(raw)?;
+    audit.prompt(request.body.get("messages"));
+    audit.actor(request.body.get("user"));
 
     // 2. Facts: language, prompt tokens, routing hints (never the prompt itself).
     let classification = headers
@@ -81,6 +86,7 @@ pub async fn chat_completions(
         .await?;
     // 3b. The residency guard: no policy overrides it (451 when nothing complies).
     let route = residency::guard(route, &boundary, &app.0.config, ModelKind::Chat)?;
+    audit.route(&route);
 
     if route.decided_by_policy() {
         app.0.events.emit(Event::now(
@@ -106,10 +112,11 @@ pub async fn chat_completions(
     .await?;
 
     // 5 and 6, with the route's headers on whatever comes back.
-    let mut response = match forward(&app, &ctx, request, &route, reservation).await {
+    let mut response = match forward(&app, &ctx, &audit, request, &route, reservation).await {
         Ok(r) => r,
         Err(e) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
+            audit.upstream_failed();
             e.into_response()
         }
     };
@@ -121,6 +128,7 @@ pub async fn chat_completions(
 async fn forward(
     app: &AppState,
     ctx: &RequestCtx,
+    audit: &Audit,
     request: ChatRequest,
     route: &Route,
     reservation: Reservation,
@@ -153,8 +161,11 @@ async fn forward(
             error_body: |e| ApiError::from(e).body(),
         };
         let request_id = ctx.id.clone();
+        audit.stream_opened();
+        let audit = audit.clone();
         let app = app.clone();
         let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
+            audit.stream_finished(&summary);
             // Charged however the stream ended: the upstream's usage, else counted.
             let (tokens_in, tokens_out) = match summary.usage {
                 Some(u) => (u.prompt_tokens, u.completion_tokens),
@@ -210,6 +221,7 @@ async fn forward(
     };
     // Durable (group commit) before the answer leaves.
     reservation.settle(tokens_in, tokens_out).await;
+    audit.usage(usage, true);
     tracing::debug!(request_id = %ctx.id, ?usage, "answered");
     Ok(axum::Json(answer).into_response())
 }

@@ -11,6 +11,7 @@ use axum::{Extension, Json};
 use http::HeaderMap;
 use serde_json::Value;
 
+use super::audit::Audit;
 use super::chat::{encode_body, set_route_headers};
 use super::error::ApiError;
 use super::validate::EmbeddingsRequest;
@@ -25,11 +26,14 @@ pub async fn embeddings(
     State(app): State<AppState>,
     Extension(ctx): Extension<RequestCtx>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(audit): Extension<Audit>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = EmbeddingsRequest::parse(raw)?;
+    audit.prompt(request.body.get("input"));
+    audit.actor(request.body.get("user"));
     let facts = RouteFacts {
         requested_model: request.model.clone(),
         team_id: principal.team_id.clone(),
@@ -51,6 +55,7 @@ pub async fn embeddings(
         .route(&app.0.config, &facts, ModelKind::Embedding, &boundary)
         .await?;
     let route = crate::residency::guard(route, &boundary, &app.0.config, ModelKind::Embedding)?;
+    audit.route(&route);
     let model = &route.model;
     let input_tokens = input_tokens(&app, request.body.get("input"));
     let actor = spend::actor(&request.body, &headers, &principal);
@@ -74,6 +79,7 @@ pub async fn embeddings(
                 .pointer("/usage/prompt_tokens")
                 .and_then(Value::as_u64)
                 .unwrap_or(input_tokens);
+            audit.usage(crate::upstream::Usage::from_json(&answer), false);
             if let Some(obj) = answer.as_object_mut() {
                 obj.insert("model".into(), Value::String(model.id.0.clone()));
             }
@@ -83,6 +89,7 @@ pub async fn embeddings(
         Err(e) => {
             reservation.release();
             Metrics::inc(&app.0.metrics.upstream_errors_total);
+            audit.upstream_failed();
             ApiError::from(e).into_response()
         }
     };

@@ -2,7 +2,9 @@
 //! stack every request passes through (request context → panic guard → authentication). Each
 //! endpoint's request path lives in its own module.
 
+mod activity;
 mod admin;
+pub mod audit;
 mod body;
 mod chat;
 mod embeddings;
@@ -35,6 +37,7 @@ use crate::budget::{Budgets, Charger};
 use crate::config::{Config, Role};
 use crate::events::Events;
 use crate::facts::FactsEngine;
+use crate::journal::{Journal, retention};
 use crate::metrics::Metrics;
 use crate::routing;
 use crate::store::{Clock, Store, SystemClock};
@@ -60,6 +63,10 @@ pub struct Inner {
     pub router: routing::Router,
     pub upstreams: Upstreams,
     pub metrics: Arc<Metrics>,
+    /// The activity journal's appender; `None` when `[journal] enabled = false`.
+    pub journal: Option<Journal>,
+    /// The retention task, stopped at shutdown.
+    pub retention: Option<tokio::task::JoinHandle<()>>,
     pub sovereign_id: HeaderValue,
     /// Unix time the gateway started (the `created` of listed models).
     pub started_unix: u64,
@@ -127,6 +134,17 @@ impl AppState {
         .await??;
         let upstreams = Upstreams::new(&config.models)?;
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
+        let (journal, retention) = match &config.journal {
+            Some(settings) => {
+                let journal = open_journal(&settings.open).await?;
+                let task = settings
+                    .retention
+                    .prunes()
+                    .then(|| retention_task(settings.clone()));
+                (Some(journal), task)
+            }
+            None => (None, None),
+        };
         let started_unix = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -141,6 +159,8 @@ impl AppState {
             router,
             upstreams,
             metrics: Arc::new(Metrics::default()),
+            journal,
+            retention,
             sovereign_id,
             started_unix,
             bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),
@@ -174,6 +194,58 @@ fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     }
 }
 
+/// Opens (recovers and verifies) the journal before serving: a torn final record is cut and
+/// logged; a chain that fails verification stops the start unless `[journal] force`.
+async fn open_journal(cfg: &crate::journal::JournalConfig) -> anyhow::Result<Journal> {
+    let (journal, report) = Journal::open_async(cfg.clone())
+        .await
+        .map_err(|e| anyhow::anyhow!("activity journal {}: {e}", cfg.dir.display()))?;
+    if let Some(torn) = &report.torn_tail {
+        tracing::warn!(file = %torn.file.display(), bytes = torn.bytes, "journal: a torn final record (a crash mid-write) was cut off");
+    }
+    if let Some(problem) = &report.forced_past {
+        tracing::error!(%problem, "journal: the chain fails verification; appending anyway because [journal] force = true");
+    }
+    tracing::info!(dir = %cfg.dir.display(), head_seq = report.head_seq, durability = ?cfg.durability, "journal open");
+    Ok(journal)
+}
+
+/// Runs a retention pass at start and then every `interval`, on the blocking pool.
+fn retention_task(settings: crate::config::JournalSettings) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(settings.retention.interval);
+        loop {
+            tick.tick().await;
+            let s = settings.clone();
+            let pass = tokio::task::spawn_blocking(move || {
+                retention::prune(&s.open, &s.retention, SystemTime::now())
+            })
+            .await;
+            match pass {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "journal retention pass failed"),
+                Err(e) => tracing::error!(error = %e, "journal retention task failed"),
+            }
+        }
+    })
+}
+
+impl AppState {
+    /// Stops retention and closes the journal (flush, final checkpoint). Called after the last
+    /// request has been answered.
+    pub async fn shut_down(&self) {
+        if let Some(task) = &self.0.retention {
+            task.abort();
+        }
+        if let Some(journal) = &self.0.journal {
+            match journal.clone().close().await {
+                Ok(seq) => tracing::info!(head_seq = seq, "journal closed"),
+                Err(e) => tracing::error!(error = %e, "journal close failed"),
+            }
+        }
+    }
+}
+
 /// The client's address as `access` resolved it (socket peer, or behind trusted proxies).
 #[derive(Debug, Clone, Copy)]
 pub struct ClientIp(pub IpAddr);
@@ -190,7 +262,15 @@ pub struct RequestCtx {
 /// 1. `request_context` — request id, `X-Sovereign-ID`/`X-Audit-Trace-ID` on every response,
 ///    request counters;
 /// 2. `catch_panic` — a bug in a handler becomes a 500 in the error shape, not a dropped socket;
-/// 3. `authenticate` — on everything except the allow-list (`/healthz`, `/metrics`).
+/// 3. `authenticate` — per-address rate limit, then the key (401), on everything except
+///    `/healthz` and `/metrics`;
+/// 4. `audit::journal` — one activity-journal entry per authenticated request, durable before
+///    the response completes. Inside `authenticate` (no entry without a valid key: those are
+///    counted in metrics) and outside every other layer and handler, so refusals by later inner
+///    layers (403, 429) and handlers (400, 404, 451, 5xx) all get their entry. New inner
+///    layers go *above* it in the list of `route_layer` calls below;
+/// 5. `admit` — the key's address allow-list (403), request rate and tokens per day (429);
+/// 6. `require` — per route group, the key's role (403).
 ///
 /// Body size and read-time limits are applied where bodies are read (`body::read_json_object`).
 pub fn router(state: AppState) -> Router {
@@ -207,6 +287,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/models/{id}", get(models::get_model));
     let reading = Router::new()
         .route("/v1/admin/usage", get(usage::usage))
+        // The journal's read API (an auditor sees its own team only: checked in the handler).
+        .route("/v1/activity/logs", post(activity::logs))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| require(s, &[Role::Auditor], req, next),
@@ -223,6 +305,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/keys/{id}", get(keys::get))
         .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
         .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
+        .route("/v1/admin/journal/verify", get(activity::verify))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| require(s, &[], req, next),
@@ -235,6 +318,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state.clone(), admit))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            audit::journal,
+        ))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))

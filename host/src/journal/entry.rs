@@ -216,6 +216,89 @@ pub fn format_utc(t: SystemTime) -> String {
     )
 }
 
+/// Parses an ISO 8601 date or UTC/offset date-time (`2026-11-22`, `2026-11-22T21:31:47Z`,
+/// `2026-11-22T21:31:47.123+03:00`, `2026-11-22T21:31Z`) into a time. `None` if malformed.
+pub fn parse_iso8601(text: &str) -> Option<SystemTime> {
+    let num = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let (date, time) = match text.split_once(['T', 't', ' ']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (text, None),
+    };
+    let mut parts = date.splitn(3, '-');
+    let (y, m, d) = (
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+    );
+    if date.len() != 10 || !(1970..=9999).contains(&y) || !(1..=12).contains(&m) {
+        return None;
+    }
+    let days_in_month = match m {
+        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1..=days_in_month).contains(&d) {
+        return None;
+    }
+    let mut ms = days_from_civil(y, m, d) * 86_400_000;
+    if let Some(time) = time {
+        let (clock, offset_s): (&str, i64) = if let Some(c) = time.strip_suffix(['Z', 'z']) {
+            (c, 0)
+        } else {
+            let at = time.rfind(['+', '-'])?;
+            let (c, off) = time.split_at(at);
+            let sign = if off.starts_with('-') { -1 } else { 1 };
+            let (oh, om) = off[1..].split_once(':')?;
+            let (oh, om) = (num(oh)?, num(om)?);
+            if oh > 23 || om > 59 || off.len() != 6 {
+                return None;
+            }
+            (c, sign * i64::try_from(oh * 3600 + om * 60).ok()?)
+        };
+        let (hms, frac) = match clock.split_once('.') {
+            Some((hms, frac)) => (hms, Some(frac)),
+            None => (clock, None),
+        };
+        let mut f = hms.split(':');
+        let (h, mi) = (num(f.next()?)?, num(f.next()?)?);
+        let sec = match f.next() {
+            Some(s) => num(s)?,
+            None => 0,
+        };
+        if f.next().is_some() || h > 23 || mi > 59 || sec > 59 {
+            return None;
+        }
+        let frac_ms = match frac {
+            Some(fr) => {
+                num(fr)?;
+                let digits: String = fr.chars().chain("000".chars()).take(3).collect();
+                num(&digits)?
+            }
+            None => 0,
+        };
+        let local = i64::try_from(ms + (h * 3600 + mi * 60 + sec) * 1000 + frac_ms).ok()?;
+        ms = u64::try_from(local - offset_s * 1000).ok()?;
+    }
+    Some(UNIX_EPOCH + std::time::Duration::from_millis(ms))
+}
+
+/// (year, month, day), proleptic Gregorian → days since 1970-01-01 (H. Hinnant's algorithm).
+fn days_from_civil(y: u64, m: u64, d: u64) -> u64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
@@ -243,6 +326,37 @@ mod tests {
         assert_eq!(format_utc(t), "2026-11-22T21:31:47.123Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(format_utc(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn parses_iso8601_and_round_trips_with_format_utc() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_383_107_123);
+        assert_eq!(parse_iso8601("2026-11-22T21:31:47.123Z"), Some(t));
+        assert_eq!(
+            parse_iso8601("2026-11-23T00:31:47.123+03:00"),
+            Some(t),
+            "offsets are converted to UTC"
+        );
+        assert_eq!(
+            parse_iso8601("2026-11-22"),
+            Some(UNIX_EPOCH + Duration::from_secs(1_795_305_600))
+        );
+        assert_eq!(
+            parse_iso8601("2000-02-29T00:00Z"),
+            Some(UNIX_EPOCH + Duration::from_secs(951_782_400))
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-11-22T25:00:00Z",
+            "2026-11-22T21:31:47",
+            "2026-11-22T21:31:47.x1Z",
+            "26-11-22",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
     }
 
     fn sample() -> Entry {

@@ -1,13 +1,15 @@
 //! The activity journal (issue 5): append-only, hash-chained JSON-lines segments per sovereign
 //! id, written by one writer thread with group commit, checkpointed with an Ed25519 signature,
-//! verified on open and by `sovereign journal verify`. Format and guarantees: docs/JOURNAL.md.
-//!
-//! Not yet wired into the request path: [`Journal`] stands alone.
+//! verified on open and by `sovereign journal verify`; read back by [`query`], pruned by
+//! [`retention`] behind a signed anchor. Format and guarantees: docs/JOURNAL.md. The request path
+//! appends through `http::audit`.
 
 mod canonical;
 mod checkpoint;
 mod entry;
+pub mod query;
 mod recover;
+pub mod retention;
 mod segment;
 mod verify;
 mod writer;
@@ -18,8 +20,11 @@ use std::time::Duration;
 pub use checkpoint::{
     Checkpoint, SignedCheckpoint, load_or_create_signing_key, public_key_path, read_public_key,
 };
-pub use entry::{Entry, EntryDraft, GENESIS_HASH, Record, Status, format_utc, sha256_tagged};
-pub use segment::{checkpoint_file_name, segment_file_name};
+pub use entry::{
+    Entry, EntryDraft, GENESIS_HASH, Record, Status, format_utc, parse_iso8601, sha256_tagged,
+};
+pub use retention::Retention;
+pub use segment::{anchor_file_name, checkpoint_file_name, segment_file_name};
 pub use verify::{ChainReport, Problem, TornTail, VerifyReport, verify_dir};
 pub use writer::{Ack, Journal, OpenReport};
 
@@ -29,8 +34,9 @@ pub enum Durability {
     /// `append` returns once the entry is fsynced (group commit: one fsync per batch).
     Durable,
     /// `append` returns once the entry is queued; it is fsynced at the latest `window` after it
-    /// was queued, or as soon as `max_entries` unsynced entries have accumulated (plus the time
-    /// of the fsync itself and any wait for the writer).
+    /// was queued (plus the time of the fsync itself and any wait for the writer): the writer
+    /// sleeps out the window and writes what queued meanwhile at once, fsyncing sooner when a
+    /// drained batch leaves `max_entries` unsynced.
     Batched {
         window: Duration,
         max_entries: usize,

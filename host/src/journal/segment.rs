@@ -17,6 +17,11 @@ pub fn checkpoint_file_name(sovereign_id: &str) -> String {
     format!("checkpoints-{sovereign_id}.jsonl")
 }
 
+/// `anchor-<sovereign_id>.jsonl`: one signed line standing for the segments retention pruned.
+pub fn anchor_file_name(sovereign_id: &str) -> String {
+    format!("anchor-{sovereign_id}.jsonl")
+}
+
 /// A segment file of a chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -29,6 +34,7 @@ pub struct Segment {
 pub struct DirListing {
     pub segments: BTreeMap<String, Vec<Segment>>,
     pub checkpoint_files: BTreeMap<String, PathBuf>,
+    pub anchor_files: BTreeMap<String, PathBuf>,
 }
 
 /// Lists the journal files in `dir`; other files are ignored.
@@ -52,6 +58,11 @@ pub fn list_dir(dir: &Path) -> Result<DirListing, JournalError> {
             .and_then(|rest| rest.strip_suffix(".jsonl"))
         {
             listing.checkpoint_files.insert(id.to_string(), item.path());
+        } else if let Some(id) = name
+            .strip_prefix("anchor-")
+            .and_then(|rest| rest.strip_suffix(".jsonl"))
+        {
+            listing.anchor_files.insert(id.to_string(), item.path());
         }
     }
     for segments in listing.segments.values_mut() {

@@ -47,8 +47,10 @@ pub struct TornTail {
 pub struct ChainReport {
     pub sovereign_id: String,
     pub segments: usize,
-    /// Entries verified (up to the first problem).
+    /// Entries verified (up to the first problem), not counting pruned ones.
     pub entries: u64,
+    /// Entries retention pruned, stood for by the chain's signed anchor (0 without one).
+    pub pruned: u64,
     /// Seq and `journal_hash` of the last verified entry (0 and the genesis hash if none).
     pub head_seq: u64,
     pub head_hash: String,
@@ -89,16 +91,22 @@ impl fmt::Display for VerifyReport {
         for c in &self.chains {
             match &c.problem {
                 Some(p) => writeln!(f, "FAIL {}: {p}", c.sovereign_id)?,
-                None => writeln!(
-                    f,
-                    "OK {}: {} entries in {} segments, head seq {} {}, {} checkpoints matched",
-                    c.sovereign_id,
-                    c.entries,
-                    c.segments,
-                    c.head_seq,
-                    c.head_hash,
-                    c.checkpoints_checked
-                )?,
+                None => {
+                    write!(
+                        f,
+                        "OK {}: {} entries in {} segments, head seq {} {}, {} checkpoints matched",
+                        c.sovereign_id,
+                        c.entries,
+                        c.segments,
+                        c.head_seq,
+                        c.head_hash,
+                        c.checkpoints_checked
+                    )?;
+                    if c.pruned > 0 {
+                        write!(f, ", {} earlier entries pruned behind an anchor", c.pruned)?;
+                    }
+                    writeln!(f)?;
+                }
             }
             if let Some(t) = &c.torn_tail {
                 writeln!(
@@ -115,10 +123,10 @@ impl fmt::Display for VerifyReport {
 }
 
 /// A checkpoint and where it was read.
-struct Located {
-    file: PathBuf,
-    line: u64,
-    cp: SignedCheckpoint,
+pub(super) struct Located {
+    pub file: PathBuf,
+    pub line: u64,
+    pub cp: SignedCheckpoint,
 }
 
 /// Verifies every chain in `dir`. Checkpoints come from `checkpoint_file` when given (e.g. an
@@ -144,6 +152,7 @@ pub(super) fn verify_filtered(
     if let Some(only) = only {
         listing.segments.retain(|id, _| id == only);
         listing.checkpoint_files.retain(|id, _| id == only);
+        listing.anchor_files.retain(|id, _| id == only);
     }
     let files: Vec<PathBuf> = match checkpoint_file {
         Some(f) => vec![f.to_path_buf()],
@@ -184,12 +193,36 @@ pub(super) fn verify_filtered(
     if let Some(only) = only {
         checkpoints.retain(|id, _| id == only);
     }
-    let ids: BTreeSet<&String> = listing.segments.keys().chain(checkpoints.keys()).collect();
+    // List the segments again, after the checkpoints were read: a live writer may have rotated
+    // meanwhile, and every checkpoint read must find the entries it names (written before it).
+    let fresh = list_dir(dir)?;
+    listing.segments = fresh.segments;
+    listing.anchor_files = fresh.anchor_files;
+    if let Some(only) = only {
+        listing.segments.retain(|id, _| id == only);
+        listing.anchor_files.retain(|id, _| id == only);
+    }
+    let ids: BTreeSet<&String> = listing
+        .segments
+        .keys()
+        .chain(checkpoints.keys())
+        .chain(listing.anchor_files.keys())
+        .collect();
     let mut chains = Vec::new();
     for id in ids {
         let segments = listing.segments.get(id).map(Vec::as_slice).unwrap_or(&[]);
         let cps = checkpoints.get(id).map(Vec::as_slice).unwrap_or(&[]);
-        chains.push(verify_chain(id, segments, cps)?);
+        let anchor = match listing.anchor_files.get(id) {
+            Some(file) => match read_anchor(file, id, public_key)? {
+                Ok(anchor) => Some(anchor),
+                Err(problem) => {
+                    chains.push(ChainReport::failed(id, segments.len(), problem));
+                    continue;
+                }
+            },
+            None => None,
+        };
+        chains.push(verify_chain(id, segments, cps, anchor.as_ref())?);
     }
     Ok(VerifyReport {
         checkpoint_problem,
@@ -197,26 +230,113 @@ pub(super) fn verify_filtered(
     })
 }
 
+impl ChainReport {
+    fn failed(sovereign_id: &str, segments: usize, problem: Problem) -> ChainReport {
+        ChainReport {
+            sovereign_id: sovereign_id.to_string(),
+            segments,
+            entries: 0,
+            pruned: 0,
+            head_seq: 0,
+            head_hash: GENESIS_HASH.to_string(),
+            last_segment_entries: 0,
+            checkpoints_checked: 0,
+            torn_tail: None,
+            problem: Some(problem),
+        }
+    }
+}
+
+/// Reads a chain's anchor (the one signed line retention leaves in place of pruned segments).
+/// The outer error is I/O; the inner one a problem to report.
+pub(super) fn read_anchor(
+    file: &Path,
+    sovereign_id: &str,
+    public_key: Option<&VerifyingKey>,
+) -> Result<Result<Located, Problem>, JournalError> {
+    let lines = read_lines(file)?;
+    let problem = |reason: String| Problem {
+        file: file.to_path_buf(),
+        line: 1,
+        seq: None,
+        reason,
+    };
+    let [line] = lines.lines.as_slice() else {
+        return Ok(Err(problem(
+            "an anchor file must hold exactly one line".into(),
+        )));
+    };
+    let cp = match SignedCheckpoint::parse(line) {
+        Ok(cp) => cp,
+        Err(e) => return Ok(Err(problem(format!("malformed anchor: {e}")))),
+    };
+    if let Err(e) = cp.verify(public_key) {
+        return Ok(Err(problem(format!("anchor {e}"))));
+    }
+    let c = &cp.checkpoint;
+    if c.sovereign_id != sovereign_id || c.count != c.seq {
+        return Ok(Err(problem(
+            "the anchor names another chain, or its count is not its seq".into(),
+        )));
+    }
+    Ok(Ok(Located {
+        file: file.to_path_buf(),
+        line: 1,
+        cp,
+    }))
+}
+
 fn verify_chain(
     sovereign_id: &str,
     segments: &[Segment],
     checkpoints: &[Located],
+    anchor: Option<&Located>,
 ) -> Result<ChainReport, JournalError> {
     let mut by_seq: BTreeMap<u64, Vec<&Located>> = BTreeMap::new();
     for c in checkpoints {
         by_seq.entry(c.cp.checkpoint.seq).or_default().push(c);
     }
+    // With an anchor, the chain starts after it: its seq and hash stand in for the pruned
+    // entries. Segments it covers (left by a retention pass cut short) are skipped; checkpoints
+    // before it vouch for entries no longer here, and the one at its seq must name its hash.
+    let (start_seq, start_hash) = match anchor {
+        Some(a) => (a.cp.checkpoint.seq, a.cp.checkpoint.head_hash.clone()),
+        None => (0, GENESIS_HASH.to_string()),
+    };
+    let segments: Vec<&Segment> = segments
+        .iter()
+        .filter(|s| s.first_seq > start_seq)
+        .collect();
     let mut report = ChainReport {
         sovereign_id: sovereign_id.to_string(),
         segments: segments.len(),
         entries: 0,
-        head_seq: 0,
-        head_hash: GENESIS_HASH.to_string(),
+        pruned: start_seq,
+        head_seq: start_seq,
+        head_hash: start_hash,
         last_segment_entries: 0,
         checkpoints_checked: 0,
         torn_tail: None,
         problem: None,
     };
+    if let Some(a) = anchor {
+        for c in by_seq.get(&start_seq).into_iter().flatten() {
+            report.checkpoints_checked += 1;
+            if c.cp.checkpoint.head_hash != report.head_hash {
+                report.problem = Some(Problem {
+                    file: a.file.clone(),
+                    line: 1,
+                    seq: Some(start_seq),
+                    reason: format!(
+                        "the anchor differs from the signed checkpoint at {}:{} (chain rewritten)",
+                        c.file.display(),
+                        c.line
+                    ),
+                });
+                return Ok(report);
+            }
+        }
+    }
     for (i, segment) in segments.iter().enumerate() {
         let file = &segment.path;
         let lines = read_lines(file)?;
@@ -261,7 +381,8 @@ fn verify_chain(
             for c in by_seq.get(&entry.seq).into_iter().flatten() {
                 report.checkpoints_checked += 1;
                 let cp = &c.cp.checkpoint;
-                if cp.head_hash != record.journal_hash || cp.count != report.entries {
+                if cp.head_hash != record.journal_hash || cp.count != report.pruned + report.entries
+                {
                     report.problem = Some(fail(
                         seq,
                         format!(

@@ -8,6 +8,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod audit;
 mod cli;
 mod gateway;
 mod hot_swap;
@@ -31,6 +32,10 @@ pub struct Stack {
     pub member_key: String,
     /// The gateway's internal events, subscribed before it served anything.
     pub events: tokio::sync::broadcast::Receiver<std::sync::Arc<sovereign::events::Event>>,
+    /// The gateway's journal (a handle on the same writer).
+    pub journal: Option<sovereign::journal::Journal>,
+    /// The journal's directory.
+    pub journal_dir: std::path::PathBuf,
     stop: Vec<oneshot::Sender<()>>,
     pub gateway_task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -65,6 +70,8 @@ impl Stack {
             .await
             .unwrap_or_else(|e| panic!("{e:#}"));
         let events = gateway.state().0.events.subscribe();
+        let journal = gateway.state().0.journal.clone();
+        let journal_dir = dir.join("journal");
         let (stop_gw, gw_stopped) = oneshot::channel::<()>();
         let gateway_task = tokio::spawn(gateway.serve(listener, async {
             let _ = gw_stopped.await;
@@ -74,6 +81,8 @@ impl Stack {
             fleet: fleet_url,
             member_key: keys.keys[1].2.clone(),
             events,
+            journal,
+            journal_dir,
             stop: vec![stop_gw, stop_fleet],
             gateway_task,
         }

@@ -38,10 +38,32 @@ fn tamper(kind: &str, f: &Fixture) -> Option<PathBuf> {
             rewrite_chain(f, |e| e.model = None);
             return None;
         }
+        "pruned" => {
+            prune_closed(f);
+            return None;
+        }
+        "pruned-then-deleted" => {
+            prune_closed(f);
+            let mut last = read_lines(&f.segment(21));
+            last.remove(0);
+            write_lines(&f.segment(21), &last);
+            return None;
+        }
         other => panic!("unknown tampering {other}"),
     }
     write_lines(&seg1, &lines);
     None
+}
+
+/// Retention as the gateway runs it: both closed segments pruned behind an anchor.
+fn prune_closed(f: &Fixture) {
+    let retention = sovereign::journal::Retention {
+        max_bytes: Some(1),
+        ..Default::default()
+    };
+    let report =
+        sovereign::journal::retention::prune(&f.config(), &retention, SystemTime::now()).unwrap();
+    assert_eq!(report.anchor_seq, 20);
 }
 
 /// `FAIL <id>: <file>:<line>` → (file, line) of every failure line, `OK` → nothing.
@@ -73,6 +95,8 @@ async fn python_verifier_agrees_with_the_rust_verifier() {
         "segment-deleted",
         "truncated",
         "rewritten",
+        "pruned",
+        "pruned-then-deleted",
     ];
     for kind in kinds {
         let f = Fixture::new();
@@ -98,7 +122,7 @@ async fn python_verifier_agrees_with_the_rust_verifier() {
         );
         assert_eq!(rust.status.code(), python.status.code(), "{context}");
         assert_eq!(failures(&r_out), failures(&p_out), "{context}");
-        let expect_ok = matches!(kind, "intact" | "torn");
+        let expect_ok = matches!(kind, "intact" | "torn" | "pruned");
         assert_eq!(rust.status.success(), expect_ok, "{context}");
     }
 }

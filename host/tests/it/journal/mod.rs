@@ -1,9 +1,11 @@
 //! The activity journal (issue 5), through its public API and the `sovereign` binary:
 //! `append` (group commit, durability modes, rotation, checkpoints, recovery, kill -9),
-//! `tamper` (each tampering kind caught by `verify`), `agreement` (the Python verifier agrees).
+//! `tamper` (each tampering kind caught by `verify`), `agreement` (the Python verifier agrees),
+//! `retention` (pruning behind an anchor, export, queries across segments).
 
 mod agreement;
 mod append;
+mod retention;
 mod tamper;
 
 use std::fs;

@@ -1,0 +1,428 @@
+//! Reading the activity journal over HTTP: `POST /v1/activity/logs` (auditor: its own team's
+//! entries; admin: all) with filters, cursor pagination and `json` / `jsonl` / `csv` output
+//! (the latter two streamed), and `GET /v1/admin/journal/verify` (admin), the report of
+//! `sovereign journal verify` as JSON. File reads run on the blocking pool, never on the
+//! runtime, and never touch the writer. docs/JOURNAL.md, "Querying".
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use http::{HeaderMap, StatusCode, header};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::admin::AdminOnly;
+use super::error::ApiError;
+use super::{AppState, body};
+use crate::auth::Principal;
+use crate::journal::query::{Filter, Page, query};
+use crate::journal::{
+    JournalError, Record, Status, VerifyReport, format_utc, parse_iso8601, public_key_path,
+    read_public_key, verify_dir,
+};
+
+/// Most entries in one `json` page.
+pub const MAX_PAGE: usize = 1_000;
+const DEFAULT_PAGE: usize = 100;
+/// Most entries in one `jsonl`/`csv` export, read and sent a chunk at a time.
+pub const MAX_EXPORT: usize = 1_000_000;
+const EXPORT_CHUNK: usize = 1_000;
+/// Most lines one read looks at before it returns what it has and where to continue.
+const SCAN_BUDGET: u64 = 100_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogsRequest {
+    from: Option<String>,
+    to: Option<String>,
+    actor_id: Option<String>,
+    team_id: Option<String>,
+    model: Option<String>,
+    status: Option<String>,
+    action: Option<String>,
+    request_id: Option<String>,
+    limit: Option<u64>,
+    cursor: Option<String>,
+    format: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Jsonl,
+    Csv,
+}
+
+fn forbidden(message: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
+        .with_code("insufficient_permissions")
+}
+
+fn disabled() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "invalid_request_error",
+        "The activity journal is disabled in this gateway's configuration.",
+    )
+    .with_code("journal_disabled")
+}
+
+/// Where this gateway's chain is, if the journal is on.
+fn journal_dir(app: &AppState) -> Result<(PathBuf, String), ApiError> {
+    let settings = app.0.config.journal.as_ref().ok_or_else(disabled)?;
+    Ok((
+        settings.open.dir.clone(),
+        settings.open.sovereign_id.clone(),
+    ))
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "reading the activity journal failed");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "The activity journal could not be read.",
+    )
+}
+
+/// `POST /v1/activity/logs`.
+pub async fn logs(
+    State(app): State<AppState>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    // Role first: a member's body is not read.
+    let own_team = match principal.role.as_str() {
+        "admin" => None,
+        "auditor" => Some(principal.team_id.to_string()),
+        other => {
+            return Err(forbidden(&format!(
+                "The activity log needs an auditor or admin key; this key's role is `{other}`."
+            )));
+        }
+    };
+    let (dir, sovereign_id) = journal_dir(&app)?;
+    let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
+    let request: LogsRequest = serde_json::from_value(Value::Object(raw))
+        .map_err(|e| ApiError::bad_request(format!("Invalid activity-log query: {e}.")))?;
+    let (mut filter, from_seq, limit, format) = parse(request)?;
+    if let Some(team) = own_team {
+        match &filter.team_id {
+            Some(asked) if *asked != team => {
+                return Err(forbidden(
+                    "An auditor key sees its own team's entries only.",
+                ));
+            }
+            _ => filter.team_id = Some(team),
+        }
+    }
+    let reader = Reader {
+        dir,
+        sovereign_id,
+        filter: Arc::new(filter),
+    };
+    match format {
+        Format::Json => {
+            let page = reader.page(from_seq, limit, SCAN_BUDGET).await?;
+            let data: Vec<&Record> = page.entries.iter().collect();
+            Ok(axum::Json(json!({
+                "object": "list",
+                "data": data,
+                "next_cursor": page.next_seq.map(|s| s.to_string()),
+            }))
+            .into_response())
+        }
+        Format::Jsonl | Format::Csv => Ok(export(reader, from_seq, limit, format)),
+    }
+}
+
+/// The request's filters, checked: 400 naming the parameter on anything malformed.
+fn parse(r: LogsRequest) -> Result<(Filter, u64, usize, Format), ApiError> {
+    let time = |param: &str, v: Option<String>| -> Result<Option<String>, ApiError> {
+        v.map(|t| {
+            parse_iso8601(&t).map(format_utc).ok_or_else(|| {
+                ApiError::invalid(
+                    param,
+                    format!("`{param}` must be an ISO 8601 date or date-time with a zone, such as 2026-11-22T21:00:00Z."),
+                )
+            })
+        })
+        .transpose()
+    };
+    let status = r
+        .status
+        .map(|s| match s.as_str() {
+            "success" => Ok(Status::Success),
+            "blocked" => Ok(Status::Blocked),
+            "rejected" => Ok(Status::Rejected),
+            "error" => Ok(Status::Error),
+            _ => Err(ApiError::invalid(
+                "status",
+                "`status` must be one of success, blocked, rejected, error.",
+            )),
+        })
+        .transpose()?;
+    let format = match r.format.as_deref() {
+        None | Some("json") => Format::Json,
+        Some("jsonl") => Format::Jsonl,
+        Some("csv") => Format::Csv,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "format",
+                "`format` must be json, jsonl or csv.",
+            ));
+        }
+    };
+    let max = if format == Format::Json {
+        MAX_PAGE
+    } else {
+        MAX_EXPORT
+    };
+    let limit = match r.limit {
+        None if format == Format::Json => DEFAULT_PAGE,
+        None => MAX_EXPORT,
+        Some(n) if n >= 1 && n <= max as u64 => n as usize,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "limit",
+                format!("`limit` must be between 1 and {max} for this format."),
+            ));
+        }
+    };
+    let from_seq = match r.cursor {
+        None => 1,
+        Some(c) => c.parse::<u64>().ok().filter(|s| *s >= 1).ok_or_else(|| {
+            ApiError::invalid(
+                "cursor",
+                "`cursor` must be a `next_cursor` from an earlier page.",
+            )
+        })?,
+    };
+    let filter = Filter {
+        from: time("from", r.from)?,
+        to: time("to", r.to)?,
+        actor_id: r.actor_id,
+        team_id: r.team_id,
+        model: r.model,
+        status,
+        action: r.action,
+        request_id: r.request_id,
+    };
+    Ok((filter, from_seq, limit, format))
+}
+
+#[derive(Clone)]
+struct Reader {
+    dir: PathBuf,
+    sovereign_id: String,
+    filter: Arc<Filter>,
+}
+
+impl Reader {
+    async fn page(&self, from_seq: u64, limit: usize, budget: u64) -> Result<Page, ApiError> {
+        let r = self.clone();
+        tokio::task::spawn_blocking(move || {
+            query(&r.dir, &r.sovereign_id, &r.filter, from_seq, limit, budget)
+        })
+        .await
+        .map_err(internal)?
+        .map_err(|e: JournalError| internal(e))
+    }
+}
+
+/// A `jsonl` or `csv` body produced a chunk at a time as the client reads it (bounded memory
+/// whatever the export's size). A read error mid-way ends the body early (the client sees a
+/// truncated transfer, never a silently short one: the connection is reset).
+fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Response {
+    let head = (format == Format::Csv).then(|| Bytes::from_static(CSV_HEADER.as_bytes()));
+    let state = (reader, Some(from_seq), limit);
+    let rows = futures_util::stream::unfold(state, move |(reader, next, left)| async move {
+        let from = next?;
+        if left == 0 {
+            return None;
+        }
+        let chunk = left.min(EXPORT_CHUNK);
+        match reader.page(from, chunk, SCAN_BUDGET).await {
+            Ok(page) => {
+                let mut out = Vec::with_capacity(page.entries.len() * 600);
+                for r in &page.entries {
+                    match format {
+                        Format::Csv => csv_row(&mut out, r),
+                        _ => {
+                            let _ = serde_json::to_writer(&mut out, r);
+                            out.push(b'\n');
+                        }
+                    }
+                }
+                let left = left - page.entries.len();
+                Some((
+                    Ok::<_, std::io::Error>(Bytes::from(out)),
+                    (reader, page.next_seq, left),
+                ))
+            }
+            Err(e) => Some((Err(std::io::Error::other(e.message)), (reader, None, 0))),
+        }
+    });
+    let body = futures_util::stream::iter(head.map(Ok)).chain(rows);
+    let content_type = match format {
+        Format::Csv => "text/csv; charset=utf-8",
+        _ => "application/x-ndjson",
+    };
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash\r\n";
+
+/// One RFC 4180 row (fields quoted when they hold `,`, `"`, CR or LF; null is empty).
+fn csv_row(out: &mut Vec<u8>, r: &Record) {
+    let e = &r.entry;
+    let num = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+    let fields: [&str; 17] = [
+        &e.seq.to_string(),
+        &e.timestamp,
+        &e.request_id,
+        &e.actor_id,
+        &e.team_id,
+        &e.key_id,
+        &e.action,
+        e.model.as_deref().unwrap_or(""),
+        e.prompt_hash.as_deref().unwrap_or(""),
+        e.routing_policy.as_deref().unwrap_or(""),
+        e.residency_boundary.as_deref().unwrap_or(""),
+        e.status.as_str(),
+        &num(e.prompt_tokens),
+        &num(e.completion_tokens),
+        &e.latency_us.to_string(),
+        &e.prev_hash,
+        &r.journal_hash,
+    ];
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if f.contains([',', '"', '\r', '\n']) {
+            out.push(b'"');
+            out.extend_from_slice(f.replace('"', "\"\"").as_bytes());
+            out.push(b'"');
+        } else {
+            out.extend_from_slice(f.as_bytes());
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `GET /v1/admin/journal/verify`: what `sovereign journal verify DIR --public-key <the
+/// operator's key>` reports, as JSON. 200 whatever the verdict; `ok` says it.
+pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Response, ApiError> {
+    let settings = app.0.config.journal.clone().ok_or_else(disabled)?;
+    let report = tokio::task::spawn_blocking(move || {
+        let public = read_public_key(&public_key_path(&settings.open.signing_key))?;
+        verify_dir(&settings.open.dir, None, Some(&public))
+    })
+    .await
+    .map_err(internal)?
+    .map_err(internal)?;
+    Ok(axum::Json(report_json(&report)).into_response())
+}
+
+fn report_json(r: &VerifyReport) -> Value {
+    let problem = |p: &crate::journal::Problem| {
+        json!({
+            "file": p.file.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "line": p.line,
+            "seq": p.seq,
+            "reason": p.reason,
+        })
+    };
+    let chains: Vec<Value> = r
+        .chains
+        .iter()
+        .map(|c| {
+            json!({
+                "sovereign_id": c.sovereign_id,
+                "ok": c.problem.is_none(),
+                "entries": c.entries,
+                "pruned": c.pruned,
+                "segments": c.segments,
+                "head_seq": c.head_seq,
+                "head_hash": c.head_hash,
+                "checkpoints_checked": c.checkpoints_checked,
+                "torn_tail_bytes": c.torn_tail.as_ref().map(|t| t.bytes),
+                "problem": c.problem.as_ref().map(problem),
+            })
+        })
+        .collect();
+    json!({
+        "object": "journal.verification",
+        "ok": r.is_ok(),
+        "report": r.to_string(),
+        "checkpoint_problem": r.checkpoint_problem.as_ref().map(problem),
+        "chains": chains,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    fn request(v: Value) -> LogsRequest {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn filters_are_parsed_and_times_normalised() {
+        let (f, from_seq, limit, format) = parse(request(json!({
+            "from": "2026-11-23T00:30:00+03:00", "to": "2026-11-23", "status": "rejected",
+            "cursor": "42", "format": "csv", "model": "m"
+        })))
+        .unwrap();
+        assert_eq!(f.from.as_deref(), Some("2026-11-22T21:30:00.000Z"));
+        assert_eq!(f.to.as_deref(), Some("2026-11-23T00:00:00.000Z"));
+        assert_eq!(f.status, Some(Status::Rejected));
+        assert_eq!((from_seq, limit, format), (42, MAX_EXPORT, Format::Csv));
+        let (_, from_seq, limit, format) = parse(request(json!({}))).unwrap();
+        assert_eq!((from_seq, limit, format), (1, DEFAULT_PAGE, Format::Json));
+    }
+
+    #[test]
+    fn bad_filters_name_their_parameter() {
+        for (body, param) in [
+            (json!({"from": "soon"}), "from"),
+            (json!({"status": "ok"}), "status"),
+            (json!({"limit": 0}), "limit"),
+            (json!({"limit": 1001}), "limit"),
+            (json!({"cursor": "0"}), "cursor"),
+            (json!({"format": "xml"}), "format"),
+        ] {
+            let e = parse(request(body.clone())).err().unwrap();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{body}");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}");
+        }
+        assert!(parse(request(json!({"format": "jsonl", "limit": 5000}))).is_ok());
+    }
+
+    #[test]
+    fn csv_rows_quote_what_needs_quoting() {
+        let line = br#"{"action":"chat.completions","actor_id":"a, \"b\"\nc","completion_tokens":null,"journal_hash":"sha256:j","key_id":"k","latency_us":7,"model":null,"prev_hash":"sha256:p","prompt_hash":null,"prompt_tokens":3,"request_id":"req-1","residency_boundary":"eu","routing_policy":null,"seq":1,"status":"success","team_id":"t","timestamp":"2026-11-22T21:31:47.123Z"}"#;
+        let record = Record::parse(line).unwrap();
+        let mut out = Vec::new();
+        csv_row(&mut out, &record);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j\r\n"
+        );
+        assert_eq!(CSV_HEADER.split(',').count(), 17);
+    }
+}

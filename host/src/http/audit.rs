@@ -1,0 +1,447 @@
+//! The activity journal on the request path: one entry per authenticated request, written by
+//! the [`journal`] layer (inside `authenticate`, outside everything else), from facts the
+//! handlers leave in the request's [`Audit`] slot. docs/JOURNAL.md, "On the request path".
+//!
+//! Durability before completion: a whole response is returned only once its entry is appended
+//! (durable mode: fsynced; batched: queued). A streamed response is passed through frame by
+//! frame, except its last one (the frame with `[DONE]` or the error event), which waits for the
+//! append. An append that fails turns the answer into a 500 (or, for a stream, its last frame
+//! into an error event): nothing is served unrecorded. A request abandoned by its client before
+//! its entry was written still gets one (status `error`), appended from a drop guard.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderName, Method, StatusCode};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::error::ApiError;
+use super::{AppState, RequestCtx};
+use crate::auth::Principal;
+use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
+use crate::metrics::Metrics;
+use crate::routing::Route;
+use crate::upstream::{StreamOutcome, StreamSummary, Usage};
+
+/// Names the actor a request is made for, when the body has no `user`.
+pub const X_ACTOR_ID: HeaderName = HeaderName::from_static("x-actor-id");
+
+/// Longest actor id kept (characters).
+const MAX_ACTOR_CHARS: usize = 256;
+
+/// What a handler knows that the entry records. A cheap clone shared between the handler (which
+/// fills it as its phases run) and the [`journal`] layer (which reads it when the request ends).
+#[derive(Clone, Default)]
+pub struct Audit(Arc<Mutex<Facts>>);
+
+#[derive(Default)]
+struct Facts {
+    actor: Option<String>,
+    model: Option<String>,
+    prompt_hash: Option<String>,
+    routing_policy: Option<String>,
+    residency_boundary: Option<String>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    /// Set when the outcome is not read from the HTTP status: a stream's end, an upstream
+    /// failure, or a guardrail's block.
+    status: Option<Status>,
+    stream: StreamState,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum StreamState {
+    #[default]
+    None,
+    Open,
+    Finished,
+}
+
+impl Audit {
+    fn with(&self, f: impl FnOnce(&mut Facts)) {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Facts) -> T) -> T {
+        f(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The prompt, as its hash (see [`prompt_hash`]); the prompt itself is never kept.
+    pub fn prompt(&self, prompt: Option<&Value>) {
+        let hash = prompt.and_then(prompt_hash);
+        self.with(|f| f.prompt_hash = hash);
+    }
+
+    /// The body's `user` (takes precedence over the `X-Actor-ID` header and the key id).
+    pub fn actor(&self, user: Option<&Value>) {
+        if let Some(user) = user.and_then(Value::as_str).filter(|u| !u.is_empty()) {
+            let user = truncate(user);
+            self.with(|f| f.actor = Some(user));
+        }
+    }
+
+    /// The model chosen, the policy that chose it and the region it runs in.
+    pub fn route(&self, route: &Route) {
+        self.with(|f| {
+            f.model = Some(route.model.id.0.clone());
+            f.routing_policy = Some(route.policy.to_string());
+            f.residency_boundary = Some(route.model.region.clone());
+        });
+    }
+
+    pub fn usage(&self, usage: Option<Usage>, completion: bool) {
+        if let Some(u) = usage {
+            self.with(|f| {
+                f.prompt_tokens = Some(u.prompt_tokens);
+                f.completion_tokens = completion.then_some(u.completion_tokens);
+            });
+        }
+    }
+
+    /// The upstream failed: the entry says `error` whatever status the client is answered with.
+    pub fn upstream_failed(&self) {
+        self.with(|f| f.status = Some(Status::Error));
+    }
+
+    /// The hook for guardrails (a later issue): a request refused by a guardrail policy is
+    /// journaled as `blocked`, whatever 4xx it is answered with.
+    pub fn blocked(&self) {
+        self.with(|f| f.status = Some(Status::Blocked));
+    }
+
+    /// The response is a stream: its entry is written when it ends, before its last frame.
+    pub fn stream_opened(&self) {
+        self.with(|f| f.stream = StreamState::Open);
+    }
+
+    /// The stream ended (its relay's `on_finish`): usage and outcome.
+    pub fn stream_finished(&self, summary: &StreamSummary) {
+        self.with(|f| {
+            f.stream = StreamState::Finished;
+            if let Some(u) = summary.usage {
+                f.prompt_tokens = Some(u.prompt_tokens);
+                f.completion_tokens = Some(u.completion_tokens);
+            }
+            f.status = Some(match summary.outcome {
+                StreamOutcome::Completed => Status::Success,
+                // Not completed: the client saw part of an answer at most.
+                StreamOutcome::ClientGone | StreamOutcome::UpstreamFailed(_) => Status::Error,
+            });
+        });
+    }
+}
+
+/// `prompt_hash`: `sha256:` + hex of the RFC 8785 (JCS) encoding of the prompt value — the chat
+/// request's `messages` array, the embeddings request's `input` — as the client sent it. JCS
+/// makes the bytes independent of key order and white space, so a client can recompute it.
+pub fn prompt_hash(prompt: &Value) -> Option<String> {
+    serde_json_canonicalizer::to_vec(prompt)
+        .ok()
+        .map(|bytes| sha256_tagged(&bytes))
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(MAX_ACTOR_CHARS).collect()
+}
+
+/// The action an entry records, from the request's method and path (the route table's
+/// routes; anything else, e.g. a wrong method, is `<METHOD> <path>` cut to 128 bytes).
+fn action(method: &Method, path: &str) -> String {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    let name = match (method.as_str(), segments.as_slice()) {
+        ("POST", ["", "v1", "chat", "completions"]) => "chat.completions",
+        ("POST", ["", "v1", "embeddings"]) => "embeddings",
+        ("GET", ["", "v1", "models"]) => "models.list",
+        ("GET", ["", "v1", "models", _]) => "models.retrieve",
+        ("GET", ["", "v1", "admin", "policies"]) => "admin.policies.list",
+        ("POST", ["", "v1", "admin", "policies"]) => "admin.policies.upload",
+        ("POST", ["", "v1", "admin", "policies", _, "activate"]) => "admin.policies.activate",
+        ("GET", ["", "v1", "admin", "journal", "verify"]) => "admin.journal.verify",
+        ("POST", ["", "v1", "activity", "logs"]) => "activity.logs",
+        _ => {
+            let mut other = format!("{method} {path}");
+            let mut cut = other.len().min(128);
+            while !other.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            other.truncate(cut);
+            return other;
+        }
+    };
+    name.to_string()
+}
+
+/// The middleware: gives the request its [`Audit`] slot, runs the rest of the stack, and
+/// appends the entry before the response (or a stream's last frame) goes out.
+pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let audit = Audit::default();
+    req.extensions_mut().insert(audit.clone());
+    let (Some(journal), Some(ctx), Some(principal)) = (
+        app.0.journal.clone(),
+        req.extensions().get::<RequestCtx>().cloned(),
+        req.extensions().get::<Arc<Principal>>().cloned(),
+    ) else {
+        if app.0.journal.is_some() {
+            // Only a mis-ordered layer stack gets here (the journal layer must sit inside
+            // `request_context` and `authenticate`): say so loudly rather than skip silently.
+            tracing::error!("journal layer without a request context or principal; not journaled");
+        }
+        return next.run(req).await;
+    };
+    let header_actor = req
+        .headers()
+        .get(X_ACTOR_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(truncate);
+    let pending = Pending(Some(Unwritten {
+        journal,
+        metrics: app.0.metrics.clone(),
+        audit: audit.clone(),
+        request_id: ctx.id,
+        started: ctx.started,
+        principal,
+        action: action(req.method(), req.uri().path()),
+        header_actor,
+    }));
+
+    let response = next.run(req).await;
+    let status = response.status();
+    if audit.read(|f| f.stream != StreamState::None) && status.is_success() {
+        let (parts, body) = response.into_parts();
+        return Response::from_parts(parts, Body::from_stream(hold_back_last(body, pending)));
+    }
+    match pending.commit(Some(status)).await {
+        Ok(()) => response,
+        Err(e) => unrecorded(&e).into_response(),
+    }
+}
+
+/// The 500 a request gets when its entry cannot be written (fail closed).
+fn unrecorded(e: &JournalError) -> ApiError {
+    tracing::error!(error = %e, "journal append failed; the request is refused");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "The request could not be recorded in the activity journal, so it was not completed.",
+    )
+    .with_code("journal_unavailable")
+}
+
+/// Relays `body` frame by frame; the frame during which the stream finished (it carries
+/// `[DONE]` or the error event) waits until the entry is appended.
+fn hold_back_last(
+    body: Body,
+    pending: Pending,
+) -> impl futures_util::Stream<Item = Result<Bytes, axum::Error>> + Send + 'static {
+    let state = (body.into_data_stream(), pending);
+    futures_util::stream::unfold(state, |(mut inner, mut pending)| async move {
+        match inner.next().await {
+            Some(Ok(frame)) => {
+                if pending.stream_finished() {
+                    let out = match pending.take().commit(None).await {
+                        Ok(()) => frame,
+                        Err(e) => error_event(&e),
+                    };
+                    return Some((Ok(out), (inner, pending)));
+                }
+                Some((Ok(frame), (inner, pending)))
+            }
+            Some(Err(e)) => Some((Err(e), (inner, pending))),
+            None => match pending.take().commit(None).await {
+                Ok(()) => None,
+                Err(e) => Some((Ok(error_event(&e)), (inner, pending))),
+            },
+        }
+    })
+}
+
+/// The SSE error event that replaces a stream's last frame when its entry cannot be written.
+fn error_event(e: &JournalError) -> Bytes {
+    let body = unrecorded(e).body();
+    Bytes::from(format!("data: {body}\n\n"))
+}
+
+/// A request whose entry is still to be written; written with status `error` when dropped
+/// unwritten (the client went away mid-request).
+struct Pending(Option<Unwritten>);
+
+struct Unwritten {
+    journal: Journal,
+    metrics: Arc<Metrics>,
+    audit: Audit,
+    request_id: Arc<str>,
+    started: Instant,
+    principal: Arc<Principal>,
+    action: String,
+    header_actor: Option<String>,
+}
+
+impl Unwritten {
+    fn draft(&self, http: Option<StatusCode>) -> EntryDraft {
+        let p = &self.principal;
+        self.audit.read(|f| EntryDraft {
+            timestamp: SystemTime::now(),
+            request_id: self.request_id.to_string(),
+            actor_id: f
+                .actor
+                .clone()
+                .or_else(|| self.header_actor.clone())
+                .unwrap_or_else(|| p.key_id.to_string()),
+            team_id: p.team_id.to_string(),
+            key_id: p.key_id.to_string(),
+            action: self.action.clone(),
+            model: f.model.clone(),
+            prompt_hash: f.prompt_hash.clone(),
+            routing_policy: f.routing_policy.clone(),
+            residency_boundary: f.residency_boundary.clone(),
+            status: outcome(f.status, http),
+            prompt_tokens: f.prompt_tokens,
+            completion_tokens: f.completion_tokens,
+            latency_us: u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        })
+    }
+}
+
+/// The entry's status: what the handler set (a stream's end, an upstream failure, a block),
+/// else from the HTTP status; no response at all (abandoned) is `error`.
+fn outcome(set: Option<Status>, http: Option<StatusCode>) -> Status {
+    set.unwrap_or(match http {
+        Some(s) if s.is_server_error() => Status::Error,
+        Some(s) if s.is_client_error() => Status::Rejected,
+        Some(_) => Status::Success,
+        None => Status::Error,
+    })
+}
+
+fn count(metrics: &Metrics, appended: bool) {
+    Metrics::inc(if appended {
+        &metrics.journal_entries_total
+    } else {
+        &metrics.journal_append_failures_total
+    });
+}
+
+impl Pending {
+    fn take(&mut self) -> Pending {
+        Pending(self.0.take())
+    }
+
+    fn stream_finished(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|r| r.audit.read(|f| f.stream == StreamState::Finished))
+    }
+
+    /// Appends the entry (once; later calls do nothing). The append runs as its own task, so
+    /// a client that goes away while it waits cannot cancel it.
+    async fn commit(mut self, http: Option<StatusCode>) -> Result<(), JournalError> {
+        let Some(request) = self.0.take() else {
+            return Ok(());
+        };
+        let draft = request.draft(http);
+        let (journal, metrics) = (request.journal, request.metrics);
+        let appended = tokio::spawn(async move { journal.append(draft).await })
+            .await
+            .map_err(|e| JournalError::Closed(Some(format!("append task failed: {e}"))))
+            .and_then(|r| r.map(drop));
+        count(&metrics, appended.is_ok());
+        appended
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(request) = self.0.take() else { return };
+        let draft = request.draft(None);
+        let (journal, metrics) = (request.journal, request.metrics);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    let appended = journal.append(draft).await;
+                    count(&metrics, appended.is_ok());
+                    if let Err(e) = appended {
+                        tracing::error!(error = %e, "journal append for an abandoned request failed");
+                    }
+                });
+            }
+            Err(_) => tracing::error!(
+                request_id = %draft.request_id,
+                "request abandoned outside the runtime; its journal entry is lost"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    #[test]
+    fn actions_are_named_by_route() {
+        let cases = [
+            (Method::POST, "/v1/chat/completions", "chat.completions"),
+            (Method::POST, "/v1/embeddings", "embeddings"),
+            (Method::GET, "/v1/models", "models.list"),
+            (Method::GET, "/v1/models/jais-30b-chat", "models.retrieve"),
+            (
+                Method::POST,
+                "/v1/admin/policies/pol_2/activate",
+                "admin.policies.activate",
+            ),
+            (
+                Method::GET,
+                "/v1/admin/journal/verify",
+                "admin.journal.verify",
+            ),
+            (Method::POST, "/v1/activity/logs", "activity.logs"),
+            (
+                Method::GET,
+                "/v1/chat/completions",
+                "GET /v1/chat/completions",
+            ),
+        ];
+        for (method, path, want) in cases {
+            assert_eq!(action(&method, path), want, "{method} {path}");
+        }
+        let long = format!("/v1/{}", "é".repeat(200));
+        assert!(action(&Method::GET, &long).len() <= 128);
+    }
+
+    #[test]
+    fn status_comes_from_the_handler_else_the_http_status() {
+        assert_eq!(outcome(None, Some(StatusCode::OK)), Status::Success);
+        for code in [400, 403, 404, 413, 429] {
+            let s = StatusCode::from_u16(code).unwrap();
+            assert_eq!(outcome(None, Some(s)), Status::Rejected, "{code}");
+        }
+        assert_eq!(outcome(None, Some(StatusCode::BAD_GATEWAY)), Status::Error);
+        assert_eq!(outcome(None, None), Status::Error, "abandoned");
+        let passed_on_429 = Some(StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(outcome(Some(Status::Error), passed_on_429), Status::Error);
+        let guardrail = Some(StatusCode::BAD_REQUEST);
+        assert_eq!(outcome(Some(Status::Blocked), guardrail), Status::Blocked);
+    }
+
+    #[test]
+    fn prompt_hash_is_sha256_of_the_canonical_prompt() {
+        let a: Value = serde_json::from_str(r#"[{"role":"user","content":"مرحبا"}]"#).unwrap();
+        let b: Value =
+            serde_json::from_str("[ {\"content\": \"مرحبا\",\n \"role\": \"user\"} ]").unwrap();
+        let want = sha256_tagged("[{\"content\":\"مرحبا\",\"role\":\"user\"}]".as_bytes());
+        assert_eq!(prompt_hash(&a).unwrap(), want);
+        assert_eq!(
+            prompt_hash(&b).unwrap(),
+            want,
+            "key order and white space do not matter"
+        );
+    }
+}
