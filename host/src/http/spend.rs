@@ -7,6 +7,7 @@ use std::sync::Arc;
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
+use super::audit::X_ACTOR_ID;
 use super::error::ApiError;
 use super::{AppState, RequestCtx};
 use crate::auth::Principal;
@@ -14,8 +15,6 @@ use crate::budget::{BudgetError, ChargeTo, Reservation, cost};
 use crate::config::ModelConfig;
 use crate::metrics::Metrics;
 use crate::store::{KeyId, TeamId};
-
-pub const X_ACTOR_ID: &str = "x-actor-id";
 
 /// Who the request is for: the body's `user`, else the `X-Actor-ID` header, else the key.
 pub fn actor(body: &Map<String, Value>, headers: &HeaderMap, principal: &Principal) -> String {
