@@ -12,6 +12,7 @@ const TARGET: &str = "wasm32-wasip2";
 /// (crate name with `_`, env var exposed to the crate)
 const COMPONENTS: &[(&str, &str)] = &[
     ("rules_router", "RULES_ROUTER_WASM"),
+    ("pii_guardrail", "PII_GUARDRAIL_WASM"),
     ("hostile", "HOSTILE_WASM"),
     ("wrong_world", "WRONG_WORLD_WASM"),
     ("rust_router", "RUST_ROUTER_EXAMPLE_WASM"),
@@ -30,6 +31,7 @@ fn main() -> Result<(), String> {
         policies.join("Cargo.toml"),
         policies.join("Cargo.lock"),
         policies.join("rules-router"),
+        policies.join("pii-guardrail"),
         policies.join("test-guests"),
         root.join("sdk").join("rust"),
         root.join("examples").join("rust-router"),

@@ -89,6 +89,24 @@ struct RawConfig {
     budgets: RawBudgets,
     #[serde(default)]
     journal: RawJournal,
+    #[serde(default)]
+    guardrail: Option<RawGuardrail>,
+}
+
+/// `[guardrail]`: the PII guardrail (docs/GUARDRAIL.md). Present: enabled.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuardrail {
+    /// A guardrail component (.wasm) to run instead of the built-in PII guardrail.
+    #[serde(default)]
+    component: Option<String>,
+    /// The guardrail's settings document (JSON text, given to it as `settings`).
+    #[serde(default)]
+    settings: Option<String>,
+    #[serde(default = "default_policy_deadline_ms")]
+    deadline_ms: u64,
+    #[serde(default = "default_policy_memory_mb")]
+    memory_mb: u64,
 }
 
 /// `[access]`: who may call from where, and how often.
@@ -376,6 +394,18 @@ pub struct Config {
     pub budgets: BudgetsConfig,
     /// The activity journal; `None` when `[journal] enabled = false`.
     pub journal: Option<JournalSettings>,
+    /// The guardrail; `None` without a `[guardrail]` section.
+    pub guardrail: Option<GuardrailConfig>,
+}
+
+/// `[guardrail]`, validated.
+#[derive(Debug, Clone)]
+pub struct GuardrailConfig {
+    /// `None`: the built-in PII guardrail.
+    pub component: Option<Arc<[u8]>>,
+    pub settings: Option<String>,
+    pub deadline: Duration,
+    pub memory_bytes: usize,
 }
 
 /// Who may call from where, and how often (`[access]`).
@@ -849,6 +879,34 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         thresholds: b.thresholds,
         default_max_tokens: b.default_max_tokens,
     };
+    let guardrail = raw.guardrail.map(|g| {
+        let component = g.component.as_deref().and_then(|p| {
+            read_file(base, p)
+                .map(Arc::from)
+                .map_err(|e| err("guardrail.component".into(), &e))
+                .ok()
+        });
+        if let Some(s) = &g.settings
+            && serde_json::from_str::<serde_json::Value>(s).is_err()
+        {
+            err(
+                "guardrail.settings".into(),
+                "must be a JSON document (docs/GUARDRAIL.md)",
+            );
+        }
+        if g.deadline_ms == 0 || g.deadline_ms > 1_000 {
+            err("guardrail.deadline_ms".into(), "must be between 1 and 1000");
+        }
+        if g.memory_mb == 0 || g.memory_mb > 128 {
+            err("guardrail.memory_mb".into(), "must be between 1 and 128");
+        }
+        GuardrailConfig {
+            component,
+            settings: g.settings,
+            deadline: Duration::from_millis(g.deadline_ms),
+            memory_bytes: usize::try_from(g.memory_mb << 20).unwrap_or(usize::MAX),
+        }
+    });
     let data_dir = base.join(&raw.data_dir);
     let journal = validate_journal(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
 
@@ -874,6 +932,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             plans,
             budgets,
             journal,
+            guardrail,
         }),
         _ => Err(ConfigErrors(errors)),
     }

@@ -67,6 +67,13 @@ pub fn demo_config(
         data_dir.join("routing.yaml").display().to_string(),
         data_dir.join("policy-cache").display().to_string(),
     );
+    // The built-in PII guardrail: cards and SSNs refused, national ids keep a request on local
+    // models, everything else it finds redacted before a model sees it.
+    t.push_str(
+        "[guardrail]\nsettings = '{\"default\": \"redact\", \"entities\": {\"credit_card\": \"block\", \
+         \"us_ssn\": \"block\", \"saudi_id\": \"flag\", \"emirates_id\": \"flag\", \
+         \"egyptian_id\": \"flag\"}}'\n\n",
+    );
     for m in demo_fleet() {
         write_model(&mut t, &m, fleet_url);
     }

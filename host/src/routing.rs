@@ -195,6 +195,12 @@ impl Router {
         self.default_route(config, kind)
     }
 
+    /// The policy host routing runs on, when routing is configured (other policies share it:
+    /// one engine per process).
+    pub fn policy_host(&self) -> Option<PolicyHost> {
+        self.registry.as_ref().map(|r| r.host().clone())
+    }
+
     /// The crash-loop breaker's state (the admin API reports it).
     pub fn breaker_status(&self) -> breaker::BreakerStatus {
         self.breaker.status(std::time::Instant::now())

@@ -6,6 +6,9 @@
 /// unless the config names another router component.
 pub static RULES_ROUTER_COMPONENT: &[u8] = include_bytes!(env!("RULES_ROUTER_WASM"));
 
+/// The built-in PII guardrail (`policies/pii-guardrail`), embedded.
+pub static PII_GUARDRAIL_COMPONENT: &[u8] = include_bytes!(env!("PII_GUARDRAIL_WASM"));
+
 /// Path of the built-in rules router (`policies/rules-router`).
 pub const RULES_ROUTER: &str = env!("RULES_ROUTER_WASM");
 /// A router that loops, grows memory, panics, snoops or lies when a request's `mode` label says so.

@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::audit::Audit;
 use super::error::ApiError;
 use super::validate::ChatRequest;
-use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, spend};
+use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, guard, spend};
 use crate::auth::Principal;
 use crate::budget::Reservation;
 use crate::config::ModelKind;
@@ -53,6 +53,10 @@ pub async fn chat_completions(
     let mut request = ChatRequest::parse(raw)?;
     audit.prompt(request.body.get("messages"));
     audit.actor(request.body.get("user"));
+    let actor = spend::actor(&request.body, &headers, &principal);
+
+    // 1b. The guardrail's input stage: block (400), redact (in place), or flag (sensitive).
+    let flagged = guard::input(&app, &ctx, &principal, &actor, &audit, &mut request.body).await?;
 
     // 2. Facts: language, prompt tokens, routing hints (never the prompt itself).
     let classification = headers
@@ -60,8 +64,7 @@ pub async fn chat_completions(
         .map(|v| v.as_bytes());
     let facts = app.0.facts.extract(&request.body, classification)?;
     facts::strip_gateway_fields(&mut request.body);
-    let actor = spend::actor(&request.body, &headers, &principal);
-    let route_facts = facts.route_facts(RouteFacts {
+    let mut route_facts = facts.route_facts(RouteFacts {
         request_id: ctx.id.to_string(),
         team_id: principal.team_id.clone(),
         key_id: principal.key_id.clone(),
@@ -69,9 +72,14 @@ pub async fn chat_completions(
         allowed_regions: principal.allowed_regions.clone(),
         ..RouteFacts::default()
     });
+    if flagged {
+        // The router sees what the guardrail found.
+        route_facts.classification = Some("sensitive".into());
+    }
     let boundary = Boundary {
         allowed_regions: &principal.allowed_regions,
-        sensitive: principal.sensitive_only
+        sensitive: flagged
+            || principal.sensitive_only
             || facts
                 .classification
                 .as_deref()
@@ -104,7 +112,7 @@ pub async fn chat_completions(
         &app,
         &ctx,
         &principal,
-        actor,
+        actor.clone(),
         &route.model,
         u64::from(facts.prompt_tokens),
         max_out,
@@ -112,7 +120,17 @@ pub async fn chat_completions(
     .await?;
 
     // 5 and 6, with the route's headers on whatever comes back.
-    let mut response = match forward(&app, &ctx, &audit, request, &route, reservation).await {
+    let mut response = match forward(
+        &app,
+        &ctx,
+        &audit,
+        (&principal, &actor),
+        request,
+        &route,
+        reservation,
+    )
+    .await
+    {
         Ok(r) => r,
         Err(e) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
@@ -129,6 +147,7 @@ async fn forward(
     app: &AppState,
     ctx: &RequestCtx,
     audit: &Audit,
+    (principal, actor): (&Principal, &str),
     request: ChatRequest,
     route: &Route,
     reservation: Reservation,
@@ -221,6 +240,8 @@ async fn forward(
     };
     // Durable (group commit) before the answer leaves.
     reservation.settle(tokens_in, tokens_out).await;
+    // The guardrail's output stage (whole answers; streams are not checked yet).
+    guard::output(app, ctx, principal, actor, audit, &mut answer).await?;
     audit.usage(usage, true);
     tracing::debug!(request_id = %ctx.id, ?usage, "answered");
     Ok(axum::Json(answer).into_response())

@@ -9,6 +9,7 @@ mod body;
 mod chat;
 mod embeddings;
 pub mod error;
+mod guard;
 mod keys;
 mod models;
 mod params;
@@ -61,6 +62,8 @@ pub struct Inner {
     pub events: Events,
     pub facts: FactsEngine,
     pub router: routing::Router,
+    /// The guardrail (`[guardrail]`), checked before routing and on answers.
+    pub guardrail: Option<crate::policy::GuardrailPolicy>,
     pub upstreams: Upstreams,
     pub metrics: Arc<Metrics>,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
@@ -127,6 +130,10 @@ impl AppState {
             parts.clock,
         ));
         let router = routing::Router::from_config(&config).await?;
+        let guardrail = match &config.guardrail {
+            Some(g) => Some(load_guardrail(&router, g).await?),
+            None => None,
+        };
         let facts = tokio::task::spawn_blocking({
             let config = config.clone();
             move || FactsEngine::new(&config)
@@ -157,6 +164,7 @@ impl AppState {
             events,
             facts,
             router,
+            guardrail,
             upstreams,
             metrics: Arc::new(Metrics::default()),
             journal,
@@ -244,6 +252,33 @@ impl AppState {
             }
         }
     }
+}
+
+/// Loads the guardrail on the routing's policy host (one engine per process), or its own when
+/// routing is off: compiled, world-checked and smoke-called before serving.
+async fn load_guardrail(
+    router: &routing::Router,
+    g: &crate::config::GuardrailConfig,
+) -> anyhow::Result<crate::policy::GuardrailPolicy> {
+    use crate::policy::{CallLimits, GuardrailPolicy, HostConfig, PolicyHost};
+    let host = match router.policy_host() {
+        Some(h) => h,
+        None => PolicyHost::new(HostConfig::default())?,
+    };
+    let wasm = match &g.component {
+        Some(bytes) => bytes.to_vec(),
+        None => policy_artifacts::PII_GUARDRAIL_COMPONENT.to_vec(),
+    };
+    let mut settings = std::collections::HashMap::new();
+    if let Some(s) = &g.settings {
+        settings.insert("settings".to_string(), s.clone());
+    }
+    let limits = CallLimits {
+        deadline: g.deadline,
+        memory_bytes: g.memory_bytes,
+        ..CallLimits::default()
+    };
+    Ok(GuardrailPolicy::load(&host, "guardrail", wasm, settings, limits).await?)
 }
 
 /// The client's address as `access` resolved it (socket peer, or behind trusted proxies).

@@ -20,6 +20,25 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+/// The `guardrail-policy` world, sharing the router world's `types` and `host` bindings (one
+/// `host` implementation for every policy, one linker).
+pub(crate) mod guardrail_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "guardrail-policy",
+        exports: { default: async },
+        with: {
+            "sovereign:policy/types": super::sovereign::policy::types,
+            "sovereign:policy/host": super::sovereign::policy::host,
+        },
+    });
+}
+
+pub(crate) use guardrail_world::GuardrailPolicyPre;
+pub(crate) use guardrail_world::exports::sovereign::policy::guardrail::{
+    Message as WitMessage, Stage as WitStage, Verdict as WitVerdict,
+};
+
 use self::sovereign::policy::host::Level;
 pub(crate) use self::sovereign::policy::types::{ModelInfo, RequestFacts};
 pub(crate) use exports::sovereign::policy::router::RouteDecision;

@@ -7,7 +7,9 @@
 
 mod bindings;
 mod cache;
+mod call;
 pub mod golden;
+pub mod guardrail;
 mod pool;
 mod router;
 
@@ -17,6 +19,7 @@ use std::time::Duration;
 
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+pub use guardrail::{GuardrailPolicy, Stage as GuardrailStage, Verdict as GuardrailVerdict};
 pub use router::{Candidate, RouteFacts, RouterDecision, RouterPolicy, WORLD as ROUTER_WORLD};
 
 /// Settings of the policy host (one per process).

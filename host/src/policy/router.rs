@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::Store;
 
 use super::bindings::{self, CallState, ModelInfo, RequestFacts, RouterPolicyPre};
 use super::pool::{Warm, WarmPool};
@@ -247,24 +247,13 @@ impl RouterPolicy {
     /// A new store (limiter, epoch callback) and instance. Instantiation runs under the first
     /// call's budget (`budget` ticks).
     async fn instantiate(&self, budget: u64) -> Result<Warm<bindings::RouterPolicy>, PolicyError> {
-        let state = CallState::new(
+        let mut store = super::call::new_store(
+            &self.host,
             self.id.clone(),
             self.settings.clone(),
-            self.limits.memory_bytes,
+            self.limits,
+            budget,
         );
-        let mut store = Store::new(&self.host.inner.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        // Called once per epoch tick while the guest runs: count the tick, then yield to the
-        // runtime or stop the guest. Touches host data only (WASM-HOST.md §4.2 rule 4).
-        store.epoch_deadline_callback(|mut ctx| {
-            Ok(if ctx.data_mut().tick() {
-                UpdateDeadline::Interrupt
-            } else {
-                UpdateDeadline::Yield(1)
-            })
-        });
-        store.data_mut().begin_call(budget);
-        store.set_epoch_deadline(1);
         let instance = match self.pre.instantiate_async(&mut store).await {
             Ok(i) => i,
             Err(e) => return Err(self.classify(&store, e, true)),
@@ -285,31 +274,7 @@ impl RouterPolicy {
         e: wasmtime::Error,
         instantiating: bool,
     ) -> PolicyError {
-        let policy = self.id.to_string();
-        if store.data().limiter.memory_cap_hit {
-            return PolicyError::MemoryLimit {
-                policy,
-                cap: self.limits.memory_bytes,
-            };
-        }
-        match e.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => PolicyError::Timeout {
-                policy,
-                deadline: self.limits.deadline,
-            },
-            Some(trap) => PolicyError::Trap {
-                policy,
-                message: trap.to_string(),
-            },
-            None if instantiating => PolicyError::Instantiate {
-                policy,
-                reason: format!("{e:#}"),
-            },
-            None => PolicyError::Trap {
-                policy,
-                message: e.to_string(),
-            },
-        }
+        super::call::classify(&self.id, self.limits, store, e, instantiating)
     }
 
     fn bad_answer(&self, reason: String) -> PolicyError {

@@ -149,6 +149,11 @@ impl PolicyRegistry {
     }
 
     /// The active version; a request holds this `Arc` until it is done.
+    /// The policy host this registry loads on (the process's one engine).
+    pub fn host(&self) -> &PolicyHost {
+        &self.host
+    }
+
     pub fn active(&self) -> Arc<Loaded> {
         self.active.load_full()
     }

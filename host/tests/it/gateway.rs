@@ -194,3 +194,36 @@ async fn shutdown_lets_an_inflight_stream_finish() {
         "no new connections after shutdown"
     );
 }
+
+/// The guardrail through the gateway: a card number is refused with 400 and the seed's
+/// `guardrail.violation` event, exactly.
+#[tokio::test]
+async fn a_blocked_request_emits_the_seed_event() {
+    let mut stack = Stack::start(|c| c).await;
+    let r = stack
+        .post("/v1/chat/completions")
+        .json(&json!({"model": "jais-30b-chat", "user": "alice",
+                      "messages": [{"role": "user", "content": "card 4111-1111-1111-1111, mail a@b.co"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let trace = r.headers()["x-audit-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "guardrail_violation");
+    assert_eq!(body["error"]["code"], "pii_detected");
+    let e = stack.events.try_recv().unwrap();
+    let mut v = serde_json::to_value(&*e).unwrap();
+    assert!(v["timestamp"].as_str().unwrap().ends_with('Z'));
+    v.as_object_mut().unwrap().remove("timestamp");
+    assert_eq!(
+        v,
+        json!({"event": "guardrail.violation", "request_id": trace,
+               "details": {"violation_type": "pii_detected", "entities": ["credit_card"],
+                           "action_taken": "request_blocked"},
+               "metadata": {"team_id": "demo", "user_id": "alice"}})
+    );
+}

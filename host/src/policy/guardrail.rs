@@ -1,0 +1,308 @@
+//! Guardrail policies: a component of the `guardrail-policy` world (the built-in one is
+//! `policies/pii-guardrail`), pre-instantiated once, called in a fresh store per check under the
+//! same deadline and memory cap as routers. The host checks every answer before using it: each
+//! redaction names a message that exists and a span inside it, on character boundaries, sorted
+//! and not overlapping; entity names are short. Fail mode: a guardrail that fails refuses the
+//! request (fail-closed, DESIGN.md).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::bindings::{CallState, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage};
+use super::{CallLimits, PolicyError, PolicyHost, RouteFacts, cache};
+
+/// The world every guardrail component must export.
+pub const WORLD: &str = "sovereign:policy/guardrail-policy@0.1.0";
+/// Longest entity kind or placeholder accepted from a guardrail, in bytes.
+const MAX_NAME_BYTES: usize = 64;
+
+/// Which side of the model a check is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Input,
+    Output,
+}
+
+/// A checked verdict, in the host's types.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Entity kinds that block the request (empty: not blocked).
+    pub blocked: Vec<String>,
+    /// Sorted, non-overlapping, in bounds and on character boundaries of their message.
+    pub redactions: Vec<Redaction>,
+    /// Entity kinds found whose action is `flag` (the request becomes sensitive).
+    pub flagged: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redaction {
+    pub message: usize,
+    pub start: usize,
+    pub end: usize,
+    pub replacement: String,
+    pub entity: String,
+}
+
+impl Verdict {
+    /// Entity kinds redacted, each once, in first-seen order.
+    pub fn redacted_entities(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = Vec::new();
+        for r in &self.redactions {
+            if !kinds.contains(&r.entity) {
+                kinds.push(r.entity.clone());
+            }
+        }
+        kinds
+    }
+}
+
+/// Applies checked redactions to `texts` (the messages' contents, in the order checked).
+pub fn apply(texts: &mut [String], redactions: &[Redaction]) {
+    // Right to left within a message, so earlier offsets stay valid.
+    for r in redactions.iter().rev() {
+        if let Some(t) = texts.get_mut(r.message) {
+            t.replace_range(r.start..r.end, &r.replacement);
+        }
+    }
+}
+
+/// A loaded guardrail. Cheap to share; calls run concurrently.
+pub struct GuardrailPolicy {
+    host: PolicyHost,
+    id: Arc<str>,
+    sha256: String,
+    pre: GuardrailPolicyPre<CallState>,
+    settings: Arc<HashMap<String, String>>,
+    limits: CallLimits,
+}
+
+impl std::fmt::Debug for GuardrailPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardrailPolicy")
+            .field("id", &self.id)
+            .field("sha256", &self.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GuardrailPolicy {
+    /// Compiles (or reads from the cache), checks the exports against the `guardrail-policy`
+    /// world, pre-instantiates, and smoke-calls it on a golden message, off the runtime.
+    pub async fn load(
+        host: &PolicyHost,
+        id: &str,
+        wasm: Vec<u8>,
+        settings: HashMap<String, String>,
+        limits: CallLimits,
+    ) -> Result<GuardrailPolicy, PolicyError> {
+        let host = host.clone();
+        let id: Arc<str> = id.into();
+        let policy = tokio::task::spawn_blocking(move || {
+            let inner = &host.inner;
+            let sha256 = cache::sha256_hex(&wasm);
+            let started = Instant::now();
+            let component = cache::compile(
+                &inner.engine,
+                &inner.engine_key,
+                inner.config.cache_dir.as_deref(),
+                &wasm,
+                &sha256,
+            )?;
+            let wrong_world = |reason: String| PolicyError::WrongWorld {
+                world: WORLD,
+                reason,
+            };
+            let instance_pre = inner
+                .linker
+                .instantiate_pre(&component)
+                .map_err(|e| wrong_world(format!("{e:#}")))?;
+            let pre = GuardrailPolicyPre::new(instance_pre)
+                .map_err(|e| wrong_world(format!("{e:#}")))?;
+            tracing::info!(policy = &*id, sha256, elapsed = ?started.elapsed(), "guardrail compiled");
+            let limits = CallLimits {
+                memory_bytes: limits.memory_bytes.min(inner.config.max_memory_bytes),
+                ..limits
+            };
+            Ok::<_, PolicyError>(GuardrailPolicy {
+                host: host.clone(),
+                id,
+                sha256,
+                pre,
+                settings: Arc::new(settings),
+                limits,
+            })
+        })
+        .await
+        .map_err(|e| PolicyError::Cancelled(e.to_string()))??;
+        let golden = ["Hello, how are you?".to_string()];
+        if let Err(e) = policy
+            .check(Stage::Input, &RouteFacts::default(), &golden)
+            .await
+        {
+            return Err(PolicyError::SmokeCall {
+                policy: policy.id.to_string(),
+                cause: Box::new(e),
+            });
+        }
+        Ok(policy)
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Checks `texts` (message contents; roles are not needed by the built-in guardrail and are
+    /// passed as `user` for input and `assistant` for output) in a fresh instance.
+    pub async fn check(
+        &self,
+        stage: Stage,
+        facts: &RouteFacts,
+        texts: &[String],
+    ) -> Result<Verdict, PolicyError> {
+        let role = match stage {
+            Stage::Input => "user",
+            Stage::Output => "assistant",
+        };
+        let messages: Vec<WitMessage> = texts
+            .iter()
+            .map(|t| WitMessage {
+                role: role.into(),
+                content: t.clone(),
+            })
+            .collect();
+        let wit_stage = match stage {
+            Stage::Input => WitStage::Input,
+            Stage::Output => WitStage::Output,
+        };
+        let budget = self.host.ticks(self.limits.deadline);
+        let mut store = super::call::new_store(
+            &self.host,
+            self.id.clone(),
+            self.settings.clone(),
+            self.limits,
+            budget,
+        );
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => {
+                return Err(super::call::classify(
+                    &self.id,
+                    self.limits,
+                    &store,
+                    e,
+                    true,
+                ));
+            }
+        };
+        let answer = instance
+            .sovereign_policy_guardrail()
+            .call_check(&mut store, wit_stage, &RequestFacts::from(facts), &messages)
+            .await
+            .map_err(|e| super::call::classify(&self.id, self.limits, &store, e, false))?;
+        match answer {
+            Ok(v) => self.checked(v, texts),
+            Err(r) => Err(PolicyError::Rejected {
+                policy: self.id.to_string(),
+                status: r.status,
+                code: r.code.chars().take(MAX_NAME_BYTES).collect(),
+                message: r.message.chars().take(1024).collect(),
+            }),
+        }
+    }
+
+    fn checked(
+        &self,
+        v: super::bindings::WitVerdict,
+        texts: &[String],
+    ) -> Result<Verdict, PolicyError> {
+        let bad = |reason: String| PolicyError::BadAnswer {
+            policy: self.id.to_string(),
+            reason,
+        };
+        let name = |s: String| {
+            if s.is_empty() || s.len() > MAX_NAME_BYTES {
+                Err(bad(format!(
+                    "entity names must be 1 to {MAX_NAME_BYTES} bytes"
+                )))
+            } else {
+                Ok(s)
+            }
+        };
+        let mut out = Verdict::default();
+        if let Some(b) = v.block {
+            out.blocked = b.entities.into_iter().map(name).collect::<Result<_, _>>()?;
+            if out.blocked.is_empty() {
+                out.blocked.push("unspecified".into());
+            }
+            return Ok(out);
+        }
+        let mut last: Option<(usize, usize)> = None;
+        for r in v.redactions {
+            let (m, start, end) = (r.message as usize, r.start as usize, r.end as usize);
+            let text = texts
+                .get(m)
+                .ok_or_else(|| bad(format!("redaction names message {m} of {}", texts.len())))?;
+            if start > end
+                || end > text.len()
+                || !text.is_char_boundary(start)
+                || !text.is_char_boundary(end)
+            {
+                return Err(bad(format!(
+                    "redaction {start}..{end} of message {m} is out of bounds or not on character boundaries"
+                )));
+            }
+            if last.is_some_and(|(lm, lend)| m < lm || (m == lm && start < lend)) {
+                return Err(bad("redactions must be sorted and must not overlap".into()));
+            }
+            if r.replacement.len() > MAX_NAME_BYTES {
+                return Err(bad("a replacement is too long".into()));
+            }
+            last = Some((m, end));
+            out.redactions.push(Redaction {
+                message: m,
+                start,
+                end,
+                replacement: r.replacement,
+                entity: name(r.entity)?,
+            });
+        }
+        out.flagged = v.flagged.into_iter().map(name).collect::<Result<_, _>>()?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redactions_apply_right_to_left_on_mixed_scripts() {
+        let mut texts = vec!["راسلني على a@b.co أو 0501234567".to_string()];
+        let t = &texts[0];
+        let email = t.find("a@b.co").unwrap();
+        let phone = t.find("0501234567").unwrap();
+        let rs = vec![
+            Redaction {
+                message: 0,
+                start: email,
+                end: email + 6,
+                replacement: "[EMAIL]".into(),
+                entity: "email".into(),
+            },
+            Redaction {
+                message: 0,
+                start: phone,
+                end: phone + 10,
+                replacement: "[PHONE]".into(),
+                entity: "phone".into(),
+            },
+        ];
+        apply(&mut texts, &rs);
+        assert_eq!(texts[0], "راسلني على [EMAIL] أو [PHONE]");
+    }
+}

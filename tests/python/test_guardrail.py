@@ -1,0 +1,78 @@
+"""Issue 6 through the real binary: the PII guardrail (a Wasm component) blocks, redacts or flags
+per entity, the upstream never sees redacted values, a flagged request stays on local models, and
+answers are checked too."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+import harness
+
+SETTINGS = json.dumps({
+    "default": "redact",
+    "entities": {"credit_card": "block", "saudi_id": "flag", "ip_address": "off"},
+})
+
+
+@pytest.fixture
+def guarded(sim, gateway_factory, tmp_path):
+    doc = tmp_path / "routing.yaml"
+    doc.write_text("name: guard-test\nroutes: []\ndefault: qwen2.5-coder-32b\n")
+    return gateway_factory(harness.fleet_models(sim.url), routing={"document": str(doc)},
+                           default_model="qwen2.5-coder-32b",
+                           extra=harness.UNLIMITED + f"\n[guardrail]\nsettings = {json.dumps(SETTINGS)}\n",
+                           journal={"enabled": True})
+
+
+def chat(gw, keys, content, model="auto-router", **extra):
+    return httpx.post(f"{gw.url}/v1/chat/completions",
+                      headers={"Authorization": f"Bearer {keys['member']}"},
+                      json={"model": model, "messages": [{"role": "user", "content": content}], **extra},
+                      timeout=30)
+
+
+def last_upstream_prompt(sim) -> str:
+    reqs = harness.sim_requests(sim)
+    return json.dumps(reqs[-1], ensure_ascii=False)
+
+
+def test_a_card_number_blocks_the_request_with_400_and_the_seed_event(guarded, keys, sim):
+    before = len(harness.sim_requests(sim))
+    r = chat(guarded, keys, "charge my card 4111 1111 1111 1111 please, and mail me at a@example.com")
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "guardrail_violation" and err["code"] == "pii_detected"
+    assert "credit_card" in err["message"] and "4111" not in err["message"]
+    assert len(harness.sim_requests(sim)) == before, "a blocked request never reaches a model"
+    # The journal records it as blocked.
+    with httpx.Client(base_url=guarded.url, headers={"Authorization": f"Bearer {keys['admin']}"}) as a:
+        logs = a.post("/v1/activity/logs", json={"request_id": r.headers["x-audit-trace-id"]}).json()
+        assert [e["status"] for e in logs["data"]] == ["blocked"]
+
+
+def test_redacted_values_never_reach_the_upstream(guarded, keys, sim):
+    r = chat(guarded, keys, "اتصل بي على ٠٥٠١٢٣٤٥٦٧ أو راسلني على salem@example.sa")
+    assert r.status_code == 200, r.text
+    sent = last_upstream_prompt(sim)
+    assert "salem@example.sa" not in sent and "0501234567" not in sent and "٠٥٠١٢٣٤٥٦٧" not in sent
+    assert "[EMAIL]" in sent and "[PHONE]" in sent
+
+
+def test_a_flagged_request_is_sensitive_and_stays_local(guarded, keys):
+    # A Saudi national id (flag): the rules would send this to a cloud model.
+    r = chat(guarded, keys, "my national id is 1712345675, what documents do I need?")
+    assert r.status_code == 200, r.text
+    local = {m["id"] for m in harness.FLEET if m["local"]}
+    assert r.json()["model"] in local, r.json()["model"]
+    # Without personal data the rules' cloud choice stands.
+    r = chat(guarded, keys, "what documents do I need for a passport?")
+    assert r.status_code == 200 and r.json()["model"] == "qwen2.5-coder-32b"
+
+
+def test_entities_switched_off_pass_untouched(guarded, keys, sim):
+    r = chat(guarded, keys, "the server 10.1.2.3 is down", model="jais-30b-chat")
+    assert r.status_code == 200
+    assert "10.1.2.3" in last_upstream_prompt(sim)
