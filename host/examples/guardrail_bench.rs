@@ -70,7 +70,10 @@ async fn main() {
         started.elapsed()
     );
     let facts = RouteFacts::default();
-    println!("{:<32} {:>9} {:>9} {:>9}", "2 KB prompt", "p50 µs", "p99 µs", "mean µs");
+    println!(
+        "{:<32} {:>9} {:>9} {:>9}",
+        "2 KB prompt", "p50 µs", "p99 µs", "mean µs"
+    );
     for (name, text) in [("plain prose", prose()), ("dense personal data", dense())] {
         let texts = [text];
         let v = policy

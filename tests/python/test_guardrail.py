@@ -76,3 +76,31 @@ def test_entities_switched_off_pass_untouched(guarded, keys, sim):
     r = chat(guarded, keys, "the server 10.1.2.3 is down", model="jais-30b-chat")
     assert r.status_code == 200
     assert "10.1.2.3" in last_upstream_prompt(sim)
+
+
+def test_the_guardrail_is_swapped_at_run_time_without_a_restart(guarded, keys):
+    import base64
+    admin = {"Authorization": f"Bearer {keys['admin']}"}
+    ask = "mail me at hala@example.com"
+    assert chat(guarded, keys, ask, model="jais-30b-chat").status_code == 200  # redacted
+    before = httpx.get(f"{guarded.url}/v1/admin/guardrail", headers=admin).json()
+    r = httpx.post(f"{guarded.url}/v1/admin/guardrail", headers=admin,
+                   json={"settings": {"default": "redact", "entities": {"email": "block"}}})
+    assert r.status_code == 200, r.text
+    assert r.json()["component_sha256"] == before["component_sha256"]
+    blocked = chat(guarded, keys, ask, model="jais-30b-chat")
+    assert blocked.status_code == 400 and "email" in blocked.json()["error"]["message"]
+    # A component of the wrong world is refused at upload; the active guardrail stays.
+    router = (harness.REPO / "target" / "examples" / "rust_router.wasm").read_bytes()
+    r = httpx.post(f"{guarded.url}/v1/admin/guardrail", headers=admin,
+                   json={"component_base64": base64.b64encode(router).decode()})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_policy"
+    # Settings the guardrail cannot read are refused too (its smoke call fails).
+    r = httpx.post(f"{guarded.url}/v1/admin/guardrail", headers=admin,
+                   json={"settings": {"entities": {"mail": "block"}}})
+    assert r.status_code == 400, r.text
+    assert chat(guarded, keys, ask, model="jais-30b-chat").status_code == 400
+    # Members cannot swap it.
+    r = httpx.post(f"{guarded.url}/v1/admin/guardrail",
+                   headers={"Authorization": f"Bearer {keys['member']}"}, json={"settings": {}})
+    assert r.status_code == 403

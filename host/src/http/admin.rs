@@ -162,3 +162,98 @@ pub async fn activate(
     let info = registry(&app)?.activate(&id)?;
     Ok(Json(info).into_response())
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GuardrailUpload {
+    #[serde(default)]
+    component_base64: Option<String>,
+    /// The settings document (JSON text or a JSON object).
+    #[serde(default)]
+    settings: Option<serde_json::Value>,
+}
+
+fn guardrail_slot(app: &AppState) -> Result<&crate::policy::guardrail::GuardrailSlot, ApiError> {
+    app.0.guardrail.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "No guardrail is configured: add a `[guardrail]` section to the gateway's config.",
+        )
+        .with_code("guardrail_not_configured")
+    })
+}
+
+fn guardrail_info(l: &crate::policy::guardrail::Loaded) -> serde_json::Value {
+    json!({
+        "object": "guardrail",
+        "world": crate::policy::guardrail::WORLD,
+        "component_sha256": l.policy.sha256(),
+        "settings": l.settings,
+    })
+}
+
+/// `GET /v1/admin/guardrail`: the active guardrail.
+pub async fn guardrail_get(State(app): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(guardrail_info(&guardrail_slot(&app)?.active())).into_response())
+}
+
+/// `POST /v1/admin/guardrail`: a new component and/or settings, validated (compiled, world
+/// checked, smoke-called) before it replaces the active guardrail; in-flight requests finish on
+/// the one they started with. A bad upload is a 400 and changes nothing.
+pub async fn guardrail_swap(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let slot = guardrail_slot(&app)?;
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+        .await?;
+    let upload: GuardrailUpload = serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|e| ApiError::bad_request(format!("Invalid guardrail upload: {e}.")))?;
+    let component = match &upload.component_base64 {
+        None => None,
+        Some(b64) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(|e| {
+                    ApiError::invalid(
+                        "component_base64",
+                        format!("`component_base64` is not valid base64: {e}."),
+                    )
+                })?;
+            if bytes.len() > MAX_COMPONENT_BYTES {
+                return Err(ApiError::invalid(
+                    "component_base64",
+                    format!("The component is larger than {MAX_COMPONENT_BYTES} bytes."),
+                ));
+            }
+            Some(bytes)
+        }
+    };
+    let settings = match upload.settings {
+        None => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(v @ serde_json::Value::Object(_)) => Some(v.to_string()),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "settings",
+                "`settings` must be a JSON object or its text.",
+            ));
+        }
+    };
+    if component.is_none() && settings.is_none() {
+        return Err(ApiError::bad_request(
+            "Send a `component_base64`, `settings`, or both.",
+        ));
+    }
+    let loaded = slot.swap(component, settings).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            format!("The guardrail was not activated: {e}"),
+        )
+        .with_code("invalid_policy")
+    })?;
+    Ok(Json(guardrail_info(&loaded)).into_response())
+}

@@ -33,9 +33,11 @@ pub async fn input(
     audit: &Audit,
     body: &mut Map<String, Value>,
 ) -> Result<bool, ApiError> {
-    let Some(policy) = &app.0.guardrail else {
+    let Some(slot) = &app.0.guardrail else {
         return Ok(false);
     };
+    let active = slot.active();
+    let policy = &active.policy;
     let (slots, mut texts) = message_texts(body);
     if texts.is_empty() {
         return Ok(false);
@@ -81,9 +83,11 @@ pub async fn output(
     audit: &Audit,
     answer: &mut Value,
 ) -> Result<(), ApiError> {
-    let Some(policy) = &app.0.guardrail else {
+    let Some(slot) = &app.0.guardrail else {
         return Ok(());
     };
+    let active = slot.active();
+    let policy = &active.policy;
     let Some(choices) = answer.get_mut("choices").and_then(Value::as_array_mut) else {
         return Ok(());
     };

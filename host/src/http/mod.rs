@@ -63,7 +63,7 @@ pub struct Inner {
     pub facts: FactsEngine,
     pub router: routing::Router,
     /// The guardrail (`[guardrail]`), checked before routing and on answers.
-    pub guardrail: Option<crate::policy::GuardrailPolicy>,
+    pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     pub upstreams: Upstreams,
     pub metrics: Arc<Metrics>,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
@@ -259,26 +259,23 @@ impl AppState {
 async fn load_guardrail(
     router: &routing::Router,
     g: &crate::config::GuardrailConfig,
-) -> anyhow::Result<crate::policy::GuardrailPolicy> {
-    use crate::policy::{CallLimits, GuardrailPolicy, HostConfig, PolicyHost};
+) -> anyhow::Result<crate::policy::guardrail::GuardrailSlot> {
+    use crate::policy::guardrail::GuardrailSlot;
+    use crate::policy::{CallLimits, HostConfig, PolicyHost};
     let host = match router.policy_host() {
         Some(h) => h,
         None => PolicyHost::new(HostConfig::default())?,
     };
-    let wasm = match &g.component {
-        Some(bytes) => bytes.to_vec(),
-        None => policy_artifacts::PII_GUARDRAIL_COMPONENT.to_vec(),
+    let wasm: Arc<[u8]> = match &g.component {
+        Some(bytes) => bytes.clone(),
+        None => Arc::from(policy_artifacts::PII_GUARDRAIL_COMPONENT),
     };
-    let mut settings = std::collections::HashMap::new();
-    if let Some(s) = &g.settings {
-        settings.insert("settings".to_string(), s.clone());
-    }
     let limits = CallLimits {
         deadline: g.deadline,
         memory_bytes: g.memory_bytes,
         ..CallLimits::default()
     };
-    Ok(GuardrailPolicy::load(&host, "guardrail", wasm, settings, limits).await?)
+    Ok(GuardrailSlot::load(host, limits, wasm, g.settings.clone()).await?)
 }
 
 /// The client's address as `access` resolved it (socket peer, or behind trusted proxies).
@@ -341,6 +338,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
         .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
         .route("/v1/admin/journal/verify", get(activity::verify))
+        .route(
+            "/v1/admin/guardrail",
+            get(admin::guardrail_get).post(admin::guardrail_swap),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| require(s, &[], req, next),

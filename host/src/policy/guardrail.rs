@@ -306,3 +306,77 @@ mod tests {
         assert_eq!(texts[0], "راسلني على [EMAIL] أو [PHONE]");
     }
 }
+
+/// The active guardrail and what a swap needs to load the next one: swapped whole (an
+/// `ArcSwap`), so a request checks its input and its answer with the version it started with...
+/// or the newer one, never a half-loaded one; a version that fails to load never becomes active.
+pub struct GuardrailSlot {
+    host: PolicyHost,
+    limits: CallLimits,
+    active: arc_swap::ArcSwap<Loaded>,
+    swaps: std::sync::Mutex<()>,
+}
+
+/// A loaded guardrail with the inputs it was loaded from.
+pub struct Loaded {
+    pub policy: GuardrailPolicy,
+    pub wasm: Arc<[u8]>,
+    pub settings: Option<String>,
+}
+
+impl GuardrailSlot {
+    pub async fn load(
+        host: PolicyHost,
+        limits: CallLimits,
+        wasm: Arc<[u8]>,
+        settings: Option<String>,
+    ) -> Result<GuardrailSlot, PolicyError> {
+        let loaded = load_version(&host, limits, wasm, settings).await?;
+        Ok(GuardrailSlot {
+            host,
+            limits,
+            active: arc_swap::ArcSwap::from_pointee(loaded),
+            swaps: std::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn active(&self) -> Arc<Loaded> {
+        self.active.load_full()
+    }
+
+    /// Loads a new version (missing parts taken from the active one), then makes it active.
+    pub async fn swap(
+        &self,
+        wasm: Option<Vec<u8>>,
+        settings: Option<String>,
+    ) -> Result<Arc<Loaded>, PolicyError> {
+        let current = self.active();
+        let wasm = wasm.map_or_else(|| current.wasm.clone(), Arc::from);
+        let settings = settings.or_else(|| current.settings.clone());
+        let loaded = Arc::new(load_version(&self.host, self.limits, wasm, settings).await?);
+        let _one_at_a_time = self
+            .swaps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.active.store(loaded.clone());
+        Ok(loaded)
+    }
+}
+
+async fn load_version(
+    host: &PolicyHost,
+    limits: CallLimits,
+    wasm: Arc<[u8]>,
+    settings: Option<String>,
+) -> Result<Loaded, PolicyError> {
+    let mut map = HashMap::new();
+    if let Some(s) = &settings {
+        map.insert("settings".to_string(), s.clone());
+    }
+    let policy = GuardrailPolicy::load(host, "guardrail", wasm.to_vec(), map, limits).await?;
+    Ok(Loaded {
+        policy,
+        wasm,
+        settings,
+    })
+}
