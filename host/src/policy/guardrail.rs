@@ -276,37 +276,6 @@ impl GuardrailPolicy {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redactions_apply_right_to_left_on_mixed_scripts() {
-        let mut texts = vec!["راسلني على a@b.co أو 0501234567".to_string()];
-        let t = &texts[0];
-        let email = t.find("a@b.co").unwrap();
-        let phone = t.find("0501234567").unwrap();
-        let rs = vec![
-            Redaction {
-                message: 0,
-                start: email,
-                end: email + 6,
-                replacement: "[EMAIL]".into(),
-                entity: "email".into(),
-            },
-            Redaction {
-                message: 0,
-                start: phone,
-                end: phone + 10,
-                replacement: "[PHONE]".into(),
-                entity: "phone".into(),
-            },
-        ];
-        apply(&mut texts, &rs);
-        assert_eq!(texts[0], "راسلني على [EMAIL] أو [PHONE]");
-    }
-}
-
 /// The active guardrail and what a swap needs to load the next one: swapped whole (an
 /// `ArcSwap`), so a request checks its input and its answer with the version it started with...
 /// or the newer one, never a half-loaded one; a version that fails to load never becomes active.
@@ -379,4 +348,35 @@ async fn load_version(
         wasm,
         settings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redactions_apply_right_to_left_on_mixed_scripts() {
+        let mut texts = vec!["راسلني على a@b.co أو 0501234567".to_string()];
+        let t = &texts[0];
+        let email = t.find("a@b.co").unwrap();
+        let phone = t.find("0501234567").unwrap();
+        let rs = vec![
+            Redaction {
+                message: 0,
+                start: email,
+                end: email + 6,
+                replacement: "[EMAIL]".into(),
+                entity: "email".into(),
+            },
+            Redaction {
+                message: 0,
+                start: phone,
+                end: phone + 10,
+                replacement: "[PHONE]".into(),
+                entity: "phone".into(),
+            },
+        ];
+        apply(&mut texts, &rs);
+        assert_eq!(texts[0], "راسلني على [EMAIL] أو [PHONE]");
+    }
 }
