@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         }
     }
     let defaults = [
-        crate_dir.join("../../../shared/data/pii/presidio-synth-v2.json"),
+        crate_dir.join("data/presidio/presidio-synth-v2.json"),
         crate_dir.join("data/arabic-pii-eval.json"),
     ];
     for (i, default) in defaults.into_iter().enumerate() {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 fn load(path: PathBuf) -> Result<Vec<score::Record>, String> {
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
-            "{}: {e} (the shared data sits beside the repository)",
+            "{}: {e} (the evaluation sets are in the crate's data/ directory)",
             path.display()
         )
     })?;
@@ -44,7 +44,7 @@ fn check(report: &score::Report, min_recall: &[(&str, f64)]) {
 #[test]
 fn presidio_synthetic_set() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/pii/presidio-synth-v2.json");
+        .join("data/presidio/presidio-synth-v2.json");
     let report = score::score(&load(path).unwrap());
     // Presidio's pattern recognizers on the same set: e-mail 1.0, IP 1.0, IBAN 0.95, card 0.77,
     // phone 0.59; SSN has no published figure here.
