@@ -43,8 +43,8 @@ fn check(report: &score::Report, min_recall: &[(&str, f64)]) {
 
 #[test]
 fn presidio_synthetic_set() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("data/presidio/presidio-synth-v2.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/presidio/presidio-synth-v2.json");
     let report = score::score(&load(path).unwrap());
     // Presidio's pattern recognizers on the same set: e-mail 1.0, IP 1.0, IBAN 0.95, card 0.77,
     // phone 0.59; SSN has no published figure here.
