@@ -23,6 +23,8 @@ pub fn is_sensitive_label(label: &str) -> bool {
 pub struct Boundary<'a> {
     /// Regions the team may use; empty: every region.
     pub allowed_regions: &'a [String],
+    /// Models the team may use; empty: every model (a breach is a 403, not a 451).
+    pub allowed_models: &'a [String],
     /// Only `local` models.
     pub sensitive: bool,
 }
@@ -44,18 +46,26 @@ pub enum Breach {
     NotLocal { model: String },
     #[error("No configured model satisfies this request's residency constraints.")]
     NoCandidate,
+    #[error("This team may not use the model `{model}`.")]
+    ModelNotAllowed { model: String },
 }
 
 impl Boundary<'static> {
     /// No constraint (policy smoke calls).
     pub const OPEN: Boundary<'static> = Boundary {
         allowed_regions: &[],
+        allowed_models: &[],
         sensitive: false,
     };
 }
 
 impl Boundary<'_> {
     pub fn check(&self, m: &ModelConfig) -> Result<(), Breach> {
+        if !self.allowed_models.is_empty() && !self.allowed_models.contains(&m.id.0) {
+            return Err(Breach::ModelNotAllowed {
+                model: m.id.0.clone(),
+            });
+        }
         if !self.allowed_regions.is_empty() && !self.allowed_regions.contains(&m.region) {
             return Err(Breach::Region {
                 model: m.id.0.clone(),
@@ -143,6 +153,7 @@ mod tests {
         let sa = vec!["sa".to_string()];
         let b = Boundary {
             allowed_regions: &sa,
+            allowed_models: &[],
             sensitive: false,
         };
         let e = guard(route(&c, "cloud", EXPLICIT_POLICY), &b, &c, ModelKind::Chat).unwrap_err();
@@ -158,6 +169,7 @@ mod tests {
         );
         let sensitive = Boundary {
             allowed_regions: &[],
+            allowed_models: &[],
             sensitive: true,
         };
         let e = guard(
@@ -180,6 +192,7 @@ mod tests {
         let c = Config::parse(CONFIG).unwrap();
         let sensitive = Boundary {
             allowed_regions: &[],
+            allowed_models: &[],
             sensitive: true,
         };
         let r = guard(
@@ -197,6 +210,7 @@ mod tests {
         let nowhere = vec!["us".to_string()];
         let b = Boundary {
             allowed_regions: &nowhere,
+            allowed_models: &[],
             sensitive: false,
         };
         assert_eq!(

@@ -100,3 +100,16 @@ def test_a_sensitive_only_team_stays_local_without_asking(routed, keys):
         assert r.json()["model"] in local
         r = c.post("/v1/chat/completions", json={"model": "magistral-small", **ASK})
         assert r.status_code == 451 and r.json()["error"]["code"] == "sensitive_requires_local"
+
+
+def test_a_team_forbidden_a_model_gets_403(routed, keys):
+    secret = member_of(routed, keys, allowed_models=["jais-30b-chat", "multilingual-e5-small"])
+    with httpx.Client(base_url=routed.url, headers={"Authorization": f"Bearer {secret}"}) as c:
+        r = c.post("/v1/chat/completions", json={"model": "magistral-small", **ASK})
+        assert r.status_code == 403, r.text
+        assert r.json()["error"]["type"] == "permission_error"
+        assert r.json()["error"]["code"] == "model_not_allowed"
+        # The router only sees the team's models.
+        r = c.post("/v1/chat/completions", json={"model": "auto-router", **ASK})
+        assert r.status_code == 200 and r.json()["model"] == "jais-30b-chat"
+        assert c.post("/v1/embeddings", json={"model": "multilingual-e5-small", "input": "x"}).status_code == 200

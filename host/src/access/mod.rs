@@ -45,6 +45,8 @@ pub struct Principal {
     pub allowed_regions: Vec<String>,
     /// Every request of the team is sensitive (local models only).
     pub sensitive_only: bool,
+    /// Model ids the team may use; empty: all.
+    pub allowed_models: Vec<String>,
 }
 
 impl Principal {
@@ -81,6 +83,7 @@ impl Principal {
             team_tokens_per_day: team.token_cap_per_day.or(plan.tokens_per_day),
             allowed_regions: team.allowed_regions.clone(),
             sensitive_only: team.sensitive_only,
+            allowed_models: team.allowed_models.clone(),
         })
     }
 
@@ -109,6 +112,7 @@ impl Principal {
             team_tokens_per_day: None,
             allowed_regions: Vec::new(),
             sensitive_only: false,
+            allowed_models: Vec::new(),
         }
     }
 }

@@ -78,6 +78,7 @@ pub async fn chat_completions(
     }
     let boundary = Boundary {
         allowed_regions: &principal.allowed_regions,
+        allowed_models: &principal.allowed_models,
         sensitive: flagged
             || principal.sensitive_only
             || facts

@@ -47,6 +47,7 @@ pub async fn embeddings(
             .is_some_and(|v| crate::residency::is_sensitive_label(&v.trim().to_ascii_lowercase()));
     let boundary = crate::residency::Boundary {
         allowed_regions: &principal.allowed_regions,
+        allowed_models: &principal.allowed_models,
         sensitive,
     };
     let route = app

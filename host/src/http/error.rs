@@ -202,7 +202,12 @@ impl From<BudgetError> for ApiError {
 
 impl From<crate::residency::Breach> for ApiError {
     fn from(b: crate::residency::Breach) -> Self {
+        if let crate::residency::Breach::ModelNotAllowed { .. } = b {
+            // A team's own policy, not residency: 403.
+            return ApiError::forbidden(b.to_string()).with_code("model_not_allowed");
+        }
         let code = match b {
+            crate::residency::Breach::ModelNotAllowed { .. } => "model_not_allowed",
             crate::residency::Breach::Region { .. } => "region_not_allowed",
             crate::residency::Breach::NotLocal { .. } => "sensitive_requires_local",
             crate::residency::Breach::NoCandidate => "no_compliant_model",

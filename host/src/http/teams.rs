@@ -28,6 +28,8 @@ struct Create {
     allowed_regions: Vec<String>,
     #[serde(default)]
     sensitive_only: bool,
+    #[serde(default)]
+    allowed_models: Vec<String>,
 }
 
 fn plan(v: &str) -> Result<Plan, ApiError> {
@@ -37,6 +39,16 @@ fn plan(v: &str) -> Result<Plan, ApiError> {
             "`plan` must be `development`, `professional` or `enterprise`.",
         )
     })
+}
+
+fn models(v: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if v.len() > 256 || v.iter().any(|m| m.trim().is_empty() || m.len() > 128) {
+        return Err(ApiError::invalid(
+            "allowed_models",
+            "`allowed_models` must be at most 256 non-empty model ids.",
+        ));
+    }
+    Ok(v)
 }
 
 fn regions(v: Vec<String>) -> Result<Vec<String>, ApiError> {
@@ -63,6 +75,7 @@ pub async fn create(
         token_cap_per_day: c.token_cap_per_day,
         allowed_regions: regions(c.allowed_regions)?,
         sensitive_only: c.sensitive_only,
+        allowed_models: models(c.allowed_models)?,
     };
     let team = app.0.store.create_team(new).await?;
     Ok((StatusCode::CREATED, Json(render(&app, &team).await?)).into_response())
@@ -148,6 +161,17 @@ fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
                 p.allowed_regions = Some(regions(list)?);
             }
             ("sensitive_only", Value::Bool(b)) => p.sensitive_only = Some(b),
+            ("allowed_models", Value::Array(a)) => {
+                let list = a
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::String(s) => Ok(s),
+                        _ => Err(bad_type("allowed_models", "a list of model ids")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                p.allowed_models = Some(models(list)?);
+            }
+            ("allowed_models", _) => return Err(bad_type(&k, "a list of model ids")),
             ("sensitive_only", _) => return Err(bad_type(&k, "true or false")),
             ("name" | "plan", _) => return Err(bad_type(&k, "a string")),
             ("budget", _) => return Err(bad_type(&k, "a number or null")),
@@ -157,7 +181,7 @@ fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
                 return Err(ApiError::invalid(
                     &k,
                     format!(
-                        "Unknown field `{k}`: a team has name, plan, budget, token_cap_per_day, allowed_regions, sensitive_only."
+                        "Unknown field `{k}`: a team has name, plan, budget, token_cap_per_day, allowed_regions, sensitive_only, allowed_models."
                     ),
                 ));
             }
@@ -198,6 +222,7 @@ async fn render(app: &AppState, t: &Team) -> Result<Value, ApiError> {
         "token_cap_per_day": t.token_cap_per_day,
         "allowed_regions": t.allowed_regions,
         "sensitive_only": t.sensitive_only,
+        "allowed_models": t.allowed_models,
         "spend": budget_json(app, b),
         "created_at": t.created_at / 1000,
         "updated_at": t.updated_at / 1000,

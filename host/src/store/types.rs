@@ -82,6 +82,8 @@ pub struct Team {
     pub allowed_regions: Vec<String>,
     /// Every request of the team is sensitive: processed on local models only.
     pub sensitive_only: bool,
+    /// Model ids the team may use; empty means every model.
+    pub allowed_models: Vec<String>,
     pub created_at: UnixMillis,
     pub updated_at: UnixMillis,
 }
@@ -97,6 +99,7 @@ pub struct NewTeam {
     pub token_cap_per_day: Option<u64>,
     pub allowed_regions: Vec<String>,
     pub sensitive_only: bool,
+    pub allowed_models: Vec<String>,
 }
 
 /// A partial update: `None` leaves a field as it is; `Some(None)` clears an optional one.
@@ -108,6 +111,7 @@ pub struct TeamPatch {
     pub token_cap_per_day: Option<Option<u64>>,
     pub allowed_regions: Option<Vec<String>>,
     pub sensitive_only: Option<bool>,
+    pub allowed_models: Option<Vec<String>>,
 }
 
 /// Whether a key authenticates now, and if not, why not.

@@ -79,6 +79,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE teams ADD COLUMN sensitive_only INTEGER NOT NULL DEFAULT 0;
     ",
+    // 4: the models a team may use (JSON array; empty: every model).
+    r"
+    ALTER TABLE teams ADD COLUMN allowed_models TEXT NOT NULL DEFAULT '[]';
+    ",
 ];
 
 /// The schema version this build writes.

@@ -9,13 +9,14 @@ use crate::store::{
 };
 
 const SELECT: &str = "SELECT t.id, t.name, t.plan, b.limit_micros, t.token_cap_per_day,
-        t.allowed_regions, t.created_at, t.updated_at, t.sensitive_only
+        t.allowed_regions, t.created_at, t.updated_at, t.sensitive_only, t.allowed_models
     FROM teams t LEFT JOIN budgets b ON b.scope = 'team:' || t.id";
 
-fn row(r: &Row<'_>) -> rusqlite::Result<(Team, String)> {
+fn row(r: &Row<'_>) -> rusqlite::Result<(Team, String, String)> {
     let plan: String = r.get(2)?;
     let cap: Option<i64> = r.get(4)?;
     let regions: String = r.get(5)?;
+    let models: String = r.get(9)?;
     Ok((
         Team {
             id: TeamId(r.get(0)?),
@@ -25,15 +26,18 @@ fn row(r: &Row<'_>) -> rusqlite::Result<(Team, String)> {
             token_cap_per_day: cap.and_then(|c| u64::try_from(c).ok()),
             allowed_regions: Vec::new(),
             sensitive_only: r.get::<_, i64>(8)? != 0,
+            allowed_models: Vec::new(),
             created_at: r.get(6)?,
             updated_at: r.get(7)?,
         },
         regions,
+        models,
     ))
 }
 
-fn finish((mut team, regions): (Team, String)) -> StoreResult<Team> {
+fn finish((mut team, regions, models): (Team, String, String)) -> StoreResult<Team> {
     team.allowed_regions = from_json(&regions, "teams.allowed_regions")?;
+    team.allowed_models = from_json(&models, "teams.allowed_models")?;
     Ok(team)
 }
 
@@ -101,8 +105,8 @@ pub(super) fn create(conn: &mut Connection, now: UnixMillis, new: NewTeam) -> St
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute(
         "INSERT INTO teams (id, name, plan, token_cap_per_day, allowed_regions, created_at,
-             updated_at, sensitive_only)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+             updated_at, sensitive_only, allowed_models)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
         params![
             id.0,
             new.name,
@@ -110,7 +114,8 @@ pub(super) fn create(conn: &mut Connection, now: UnixMillis, new: NewTeam) -> St
             opt_i64_of(new.token_cap_per_day, "token_cap_per_day")?,
             to_json(&new.allowed_regions)?,
             now,
-            i64::from(new.sensitive_only)
+            i64::from(new.sensitive_only),
+            to_json(&new.allowed_models)?
         ],
     )?;
     tx.execute(
@@ -151,9 +156,12 @@ pub(super) fn update(
     if let Some(sensitive_only) = patch.sensitive_only {
         team.sensitive_only = sensitive_only;
     }
+    if let Some(models) = patch.allowed_models {
+        team.allowed_models = models;
+    }
     tx.execute(
         "UPDATE teams SET name = ?2, plan = ?3, token_cap_per_day = ?4, allowed_regions = ?5,
-             updated_at = ?6, sensitive_only = ?7
+             updated_at = ?6, sensitive_only = ?7, allowed_models = ?8
          WHERE id = ?1",
         params![
             id.0,
@@ -162,7 +170,8 @@ pub(super) fn update(
             opt_i64_of(team.token_cap_per_day, "token_cap_per_day")?,
             to_json(&team.allowed_regions)?,
             now,
-            i64::from(team.sensitive_only)
+            i64::from(team.sensitive_only),
+            to_json(&team.allowed_models)?
         ],
     )?;
     if let Some(budget) = patch.budget {

@@ -44,6 +44,7 @@ async fn teams_create_get_list_update_delete() {
             token_cap_per_day: Some(100_000),
             allowed_regions: vec!["sa-riyadh".into()],
             sensitive_only: false,
+            allowed_models: Vec::new(),
         })
         .await
         .unwrap();
