@@ -104,3 +104,54 @@ def test_the_guardrail_is_swapped_at_run_time_without_a_restart(guarded, keys):
     r = httpx.post(f"{guarded.url}/v1/admin/guardrail",
                    headers={"Authorization": f"Bearer {keys['member']}"}, json={"settings": {}})
     assert r.status_code == 403
+
+
+def sim_reply(sim, model, text):
+    httpx.put(f"{sim.url}/_sim/replies/{model}", json={"text": text}).raise_for_status()
+
+
+def stream_text(gw, keys, content, model="jais-30b-chat"):
+    """The streamed answer's text and its events (data lines)."""
+    events = []
+    with httpx.stream("POST", f"{gw.url}/v1/chat/completions",
+                      headers={"Authorization": f"Bearer {keys['member']}"},
+                      json={"model": model, "stream": True,
+                            "messages": [{"role": "user", "content": content}]}, timeout=30) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                events.append(line[6:])
+    text = "".join(json.loads(e)["choices"][0]["delta"].get("content") or ""
+                   for e in events if e.startswith("{") and json.loads(e).get("choices"))
+    return text, events
+
+
+def test_answers_are_redacted_whole_and_streamed_even_when_an_entity_is_split(guarded, keys, sim):
+    # The simulator streams one word per chunk: the number arrives in four chunks.
+    answer = "Sure, call our office on +966 50 123 4567 during working hours."
+    sim_reply(sim, "jais-30b-chat", answer)
+    try:
+        whole = chat(guarded, keys, "how do I reach you?", model="jais-30b-chat")
+        assert whole.status_code == 200
+        text = whole.json()["choices"][0]["message"]["content"]
+        assert "4567" not in text and "[PHONE]" in text, text
+        streamed, events = stream_text(guarded, keys, "how do I reach you?")
+        assert events[-1] == "[DONE]"
+        assert "4567" not in streamed and "123" not in streamed and "[PHONE]" in streamed, streamed
+        assert streamed.startswith("Sure, call our office on") and streamed.endswith("working hours.")
+    finally:
+        sim_reply(sim, "jais-30b-chat", None)
+
+
+def test_a_blocked_entity_in_a_stream_ends_it_with_an_error_event(guarded, keys, sim):
+    sim_reply(sim, "jais-30b-chat", "Your card is 4111 1111 1111 1111 and it expires soon, so renew it.")
+    try:
+        streamed, events = stream_text(guarded, keys, "what is my card?")
+        last = json.loads(events[-1])
+        assert last["error"]["type"] == "guardrail_violation" and last["error"]["code"] == "pii_in_output"
+        assert "[DONE]" not in events
+        assert "1111" not in streamed
+        whole = chat(guarded, keys, "what is my card?", model="jais-30b-chat")
+        assert whole.status_code == 400 and whole.json()["error"]["code"] == "pii_in_output"
+    finally:
+        sim_reply(sim, "jais-30b-chat", None)

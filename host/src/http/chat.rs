@@ -182,7 +182,9 @@ async fn forward(
         };
         let request_id = ctx.id.clone();
         audit.stream_opened();
+        let guard_audit = audit.clone();
         let audit = audit.clone();
+        let app_for_guard = app.clone();
         let app = app.clone();
         let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
             audit.stream_finished(&summary);
@@ -204,13 +206,26 @@ async fn forward(
             Metrics::inc(counter);
             tracing::debug!(%request_id, outcome = ?summary.outcome, usage = ?summary.usage, events = summary.events, "stream ended");
         });
+        // The guardrail's output stage on the stream (hold-back window), when one is configured.
+        let body = if app_for_guard.0.guardrail.is_some() {
+            Body::from_stream(guard::output_stream(
+                app_for_guard,
+                ctx.clone(),
+                Arc::new(principal.clone()),
+                actor.to_string(),
+                guard_audit,
+                stream,
+            ))
+        } else {
+            Body::from_stream(stream)
+        };
         return Ok((
             [
                 (header::CONTENT_TYPE, "text/event-stream"),
                 (header::CACHE_CONTROL, "no-cache"),
                 (http::HeaderName::from_static("x-accel-buffering"), "no"),
             ],
-            Body::from_stream(stream),
+            body,
         )
             .into_response());
     }
@@ -241,7 +256,7 @@ async fn forward(
     };
     // Durable (group commit) before the answer leaves.
     reservation.settle(tokens_in, tokens_out).await;
-    // The guardrail's output stage (whole answers; streams are not checked yet).
+    // The guardrail's output stage on the whole answer.
     guard::output(app, ctx, principal, actor, audit, &mut answer).await?;
     audit.usage(usage, true);
     tracing::debug!(request_id = %ctx.id, ?usage, "answered");

@@ -250,3 +250,215 @@ fn write_back(body: &mut Map<String, Value>, slots: &[Slot], texts: Vec<String>)
         }
     }
 }
+
+/// Bytes of a streamed answer's text held back from the client, so that an entity split across
+/// chunks is still whole in the window the guardrail checks before any of it is released. Covers
+/// phone, card, IBAN, IP and id numbers and most e-mail addresses; an entity longer than this
+/// that began in text already sent cannot be redacted any more, and ends the stream instead.
+pub const STREAM_HOLD_BACK_BYTES: usize = 128;
+/// Released text kept as context for the next check.
+const STREAM_CONTEXT_BYTES: usize = 256;
+
+/// The output stage on a streamed answer: content chunks are held back until
+/// [`STREAM_HOLD_BACK_BYTES`] of text follow them; each new chunk is checked with the held text
+/// and the recently released text as context. A `block` ends the stream with an error event in
+/// the convention's shape; redactions are applied to held text (the held chunks are merged into
+/// one); a redaction reaching into text already sent ends the stream too. Other events (role,
+/// finish, usage, `[DONE]`, errors) release everything held first, then pass.
+pub fn output_stream(
+    app: AppState,
+    ctx: RequestCtx,
+    principal: std::sync::Arc<Principal>,
+    actor: String,
+    audit: Audit,
+    upstream: impl futures_util::Stream<Item = Result<bytes::Bytes, std::convert::Infallible>>
+    + Send
+    + 'static,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::convert::Infallible>> + Send + 'static
+{
+    use futures_util::StreamExt as _;
+    let state = StreamGuard {
+        app,
+        ctx,
+        principal,
+        actor,
+        audit,
+        held: Vec::new(),
+        context: String::new(),
+        out: std::collections::VecDeque::new(),
+        done: false,
+    };
+    futures_util::stream::unfold((upstream.boxed(), state), |(mut up, mut st)| async move {
+        loop {
+            if let Some(b) = st.out.pop_front() {
+                return Some((Ok(b), (up, st)));
+            }
+            if st.done {
+                return None;
+            }
+            match up.next().await {
+                None => {
+                    st.release(usize::MAX);
+                    st.done = true;
+                }
+                Some(Ok(bytes)) => st.feed(&bytes).await,
+                Some(Err(never)) => match never {},
+            }
+        }
+    })
+}
+
+struct StreamGuard {
+    app: AppState,
+    ctx: RequestCtx,
+    principal: std::sync::Arc<Principal>,
+    actor: String,
+    audit: Audit,
+    /// Content chunks not yet sent, with their text.
+    held: Vec<(Value, String)>,
+    /// The end of the text already sent.
+    context: String,
+    out: std::collections::VecDeque<bytes::Bytes>,
+    done: bool,
+}
+
+impl StreamGuard {
+    async fn feed(&mut self, frame: &[u8]) {
+        for event in frame
+            .split(|b| *b == b'\n')
+            .collect::<Vec<_>>()
+            .split(|l| l.is_empty())
+        {
+            if event.is_empty() || self.done {
+                continue;
+            }
+            let data: Vec<u8> = event
+                .iter()
+                .filter_map(|l| l.strip_prefix(b"data: "))
+                .flat_map(|d| d.iter().copied())
+                .collect();
+            let chunk = serde_json::from_slice::<Value>(&data).ok();
+            let content = chunk
+                .as_ref()
+                .and_then(|c| c.pointer("/choices/0/delta/content"))
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string);
+            match (chunk, content) {
+                (Some(chunk), Some(text)) => {
+                    self.held.push((chunk, text));
+                    self.check().await;
+                    if !self.done {
+                        self.release(STREAM_HOLD_BACK_BYTES);
+                    }
+                }
+                _ => {
+                    // Not a content chunk: everything held goes first, in order.
+                    self.release(usize::MAX);
+                    let mut raw = Vec::with_capacity(data.len() + 8);
+                    for line in event {
+                        raw.extend_from_slice(line);
+                        raw.push(b'\n');
+                    }
+                    raw.push(b'\n');
+                    self.out.push_back(raw.into());
+                }
+            }
+        }
+    }
+
+    /// Checks context + held text; blocks, or redacts the held part.
+    async fn check(&mut self) {
+        let Some(slot) = &self.app.0.guardrail else {
+            return;
+        };
+        let held: String = self.held.iter().map(|(_, t)| t.as_str()).collect();
+        let window = format!("{}{held}", self.context);
+        let active = slot.active();
+        let texts = [window];
+        let verdict = check(
+            &active.policy,
+            Stage::Output,
+            &self.ctx,
+            &self.principal,
+            &self.actor,
+            &texts,
+        )
+        .await;
+        let [window] = texts;
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(e) => return self.end(e),
+        };
+        let released = self.context.len();
+        if !verdict.blocked.is_empty() || verdict.redactions.iter().any(|r| r.start < released) {
+            let mut kinds = verdict.blocked.clone();
+            kinds.extend(verdict.redacted_entities());
+            violation(
+                &self.app,
+                &self.ctx,
+                &self.principal,
+                &self.actor,
+                &kinds,
+                "response_blocked",
+            );
+            self.audit.blocked();
+            return self.end(blocked_error(&kinds, "pii_in_output", "The model's answer"));
+        }
+        if verdict.redactions.is_empty() {
+            return;
+        }
+        let mut texts = [window];
+        guardrail::apply(&mut texts, &verdict.redactions);
+        let [redacted] = texts;
+        let new_held = redacted.get(released..).unwrap_or_default().to_string();
+        // The held chunks become one, carrying the redacted text.
+        let (mut first, _) = self.held.remove(0);
+        if let Some(c) = first.pointer_mut("/choices/0/delta/content") {
+            *c = Value::String(new_held.clone());
+        }
+        self.held = vec![(first, new_held)];
+        violation(
+            &self.app,
+            &self.ctx,
+            &self.principal,
+            &self.actor,
+            &verdict.redacted_entities(),
+            "redacted",
+        );
+    }
+
+    /// Sends the oldest held chunks while at least `keep` bytes of text stay held.
+    fn release(&mut self, keep: usize) {
+        let mut total: usize = self.held.iter().map(|(_, t)| t.len()).sum();
+        while let Some((_, first)) = self.held.first() {
+            if keep != usize::MAX && total - first.len() < keep {
+                break;
+            }
+            let (chunk, text) = self.held.remove(0);
+            total -= text.len();
+            self.context.push_str(&text);
+            if self.context.len() > STREAM_CONTEXT_BYTES {
+                let mut cut = self.context.len() - STREAM_CONTEXT_BYTES;
+                while !self.context.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                self.context.drain(..cut);
+            }
+            let mut frame = b"data: ".to_vec();
+            let _ = serde_json::to_writer(&mut frame, &chunk);
+            frame.extend_from_slice(b"\n\n");
+            self.out.push_back(frame.into());
+        }
+    }
+
+    /// Ends the stream with an error event; held text is dropped.
+    fn end(&mut self, e: ApiError) {
+        self.held.clear();
+        let mut frame = b"data: ".to_vec();
+        let _ = serde_json::to_writer(&mut frame, &e.body());
+        frame.extend_from_slice(b"\n\n");
+        self.out.push_back(frame.into());
+        self.done = true;
+    }
+}

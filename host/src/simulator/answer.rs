@@ -25,6 +25,11 @@ pub fn answer_tokens(model: &SimModel, messages: &[Value]) -> Vec<String> {
             model.id, model.region, snippet
         ),
     };
+    split(&text)
+}
+
+/// A text as stream tokens: one per word, each after the first with its leading space.
+pub fn split(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
     for (i, word) in text.split(' ').enumerate() {
         tokens.push(if i == 0 {

@@ -4,7 +4,7 @@
 //!
 //! Control endpoints (no auth; the simulator is a test fixture that binds to loopback):
 //! `GET /_sim/stats` (stream counters), `GET /_sim/requests` (the last request bodies received,
-//! newest last), `PUT /_sim/models/{id}` (change one model's behaviour; `*` for all).
+//! newest last), `PUT /_sim/models/{id}` (change one model's behaviour; `*` for all), `PUT /_sim/replies/{id}` (a fixed answer).
 
 mod answer;
 pub mod fleet;
@@ -71,6 +71,8 @@ struct SimInner {
     order: Vec<&'static str>,
     default_behaviour: Behaviour,
     behaviour: Mutex<HashMap<String, Behaviour>>,
+    /// Fixed answers set by `PUT /_sim/replies/{id}` (tests of what models say).
+    replies: Mutex<HashMap<String, String>>,
     requests: Mutex<VecDeque<Value>>,
     total_requests: AtomicU64,
     active: AtomicU64,
@@ -86,6 +88,7 @@ pub fn router(models: Vec<SimModel>, default_behaviour: Behaviour) -> axum::Rout
         order,
         default_behaviour,
         behaviour: Mutex::new(HashMap::new()),
+        replies: Mutex::new(HashMap::new()),
         requests: Mutex::new(VecDeque::new()),
         total_requests: AtomicU64::new(0),
         active: AtomicU64::new(0),
@@ -99,6 +102,7 @@ pub fn router(models: Vec<SimModel>, default_behaviour: Behaviour) -> axum::Rout
         .route("/_sim/stats", get(stats))
         .route("/_sim/requests", get(requests))
         .route("/_sim/models/{id}", put(set_behaviour))
+        .route("/_sim/replies/{id}", put(set_reply))
         .with_state(sim)
 }
 
@@ -205,7 +209,17 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let mut tokens = answer::answer_tokens(&model, &messages);
+    let reply = sim
+        .0
+        .replies
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(model.id)
+        .cloned();
+    let mut tokens = match reply {
+        Some(text) => answer::split(&text),
+        None => answer::answer_tokens(&model, &messages),
+    };
     let max = body
         .get("max_completion_tokens")
         .or_else(|| body.get("max_tokens"))
@@ -417,4 +431,19 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// `PUT /_sim/replies/{id}` `{"text": "..."}`: the model answers exactly this text from now on
+/// (`{"text": null}` goes back to the usual answer).
+async fn set_reply(
+    State(sim): State<Sim>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    Json(body): Json<Value>,
+) -> Response {
+    let mut replies = sim.0.replies.lock().unwrap_or_else(PoisonError::into_inner);
+    match body.get("text").and_then(Value::as_str) {
+        Some(t) => replies.insert(id, t.to_string()),
+        None => replies.remove(&id),
+    };
+    http::StatusCode::NO_CONTENT.into_response()
 }
