@@ -1,7 +1,8 @@
 //! Per-call cost of the built-in PII guardrail through the policy host: a fresh store and
 //! instance per call (instantiation included), settings read and parsed by the guest, the 2 KB
-//! prompt normalised and scanned, the verdict checked by the host. Two prompts: 2 KB of plain
-//! prose, and 2 KB dense with personal data (e-mails, phones, a card, an IBAN).
+//! prompt normalised and scanned, the verdict checked by the host. Three prompts: 2 KB of plain
+//! prose, a 2 KB Arabic/English support ticket with some personal data, and 2 KB dense with it
+//! (an e-mail, a phone, an IBAN and an IP every 128 bytes).
 //!
 //! ```sh
 //! cargo run --release -p sovereign --example guardrail_bench -- [calls]
@@ -36,6 +37,25 @@ fn dense() -> String {
         t.pop();
     }
     t
+}
+
+/// A realistic support ticket in Arabic and English with a phone, an e-mail and an IP address
+/// every ~400 bytes (the guest's own speed example's prompt).
+fn ticket() -> String {
+    let parts = [
+        "مرحباً، أنا أحمد من الرياض. أحتاج مساعدة في تحديث بيانات حسابي لدى البنك، ",
+        "Please summarise the following customer ticket and draft a polite answer in Arabic. ",
+        "العميل يقول إن رقم جواله ٠٥٥٣٢١٤٧٨٩ وإيميله ahmed.alharbi@example.sa وإن الطلب رقم 784512 ",
+        "تأخر منذ ٢٠٢٤/٠٣/١٥، والمبلغ المدفوع ١٬٢٥٠ ريال عبر بطاقة مدى. ",
+        "The customer also mentioned the server at 10.20.30.40 returned an error 503 twice. ",
+    ];
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < 2048 {
+        out.push_str(parts[i % parts.len()]);
+        i += 1;
+    }
+    out
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -74,7 +94,11 @@ async fn main() {
         "{:<32} {:>9} {:>9} {:>9}",
         "2 KB prompt", "p50 µs", "p99 µs", "mean µs"
     );
-    for (name, text) in [("plain prose", prose()), ("dense personal data", dense())] {
+    for (name, text) in [
+        ("plain prose", prose()),
+        ("support ticket (ar/en, some PII)", ticket()),
+        ("dense personal data", dense()),
+    ] {
         let texts = [text];
         let v = policy
             .check(GuardrailStage::Input, &facts, &texts)
