@@ -109,26 +109,11 @@ pub async fn upload(
             format!("The document is larger than {MAX_DOCUMENT_BYTES} bytes."),
         ));
     }
-    let component = match &upload.component_base64 {
-        None => None,
-        Some(b64) => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(b64.trim())
-                .map_err(|e| {
-                    ApiError::invalid(
-                        "component_base64",
-                        format!("`component_base64` is not valid base64: {e}."),
-                    )
-                })?;
-            if bytes.len() > MAX_COMPONENT_BYTES {
-                return Err(ApiError::invalid(
-                    "component_base64",
-                    format!("The component is larger than {MAX_COMPONENT_BYTES} bytes."),
-                ));
-            }
-            Some(bytes)
-        }
-    };
+    let component = upload
+        .component_base64
+        .as_deref()
+        .map(decode_component)
+        .transpose()?;
     let info = registry
         .add(
             component,
@@ -211,26 +196,11 @@ pub async fn guardrail_swap(
         .await?;
     let upload: GuardrailUpload = serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid guardrail upload: {e}.")))?;
-    let component = match &upload.component_base64 {
-        None => None,
-        Some(b64) => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(b64.trim())
-                .map_err(|e| {
-                    ApiError::invalid(
-                        "component_base64",
-                        format!("`component_base64` is not valid base64: {e}."),
-                    )
-                })?;
-            if bytes.len() > MAX_COMPONENT_BYTES {
-                return Err(ApiError::invalid(
-                    "component_base64",
-                    format!("The component is larger than {MAX_COMPONENT_BYTES} bytes."),
-                ));
-            }
-            Some(bytes)
-        }
-    };
+    let component = upload
+        .component_base64
+        .as_deref()
+        .map(decode_component)
+        .transpose()?;
     let settings = match upload.settings {
         None => None,
         Some(serde_json::Value::String(s)) => Some(s),
@@ -256,4 +226,23 @@ pub async fn guardrail_swap(
         .with_code("invalid_policy")
     })?;
     Ok(Json(guardrail_info(&loaded)).into_response())
+}
+
+/// An uploaded component: base64, within the size limit.
+fn decode_component(b64: &str) -> Result<Vec<u8>, ApiError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|e| {
+            ApiError::invalid(
+                "component_base64",
+                format!("`component_base64` is not valid base64: {e}."),
+            )
+        })?;
+    if bytes.len() > MAX_COMPONENT_BYTES {
+        return Err(ApiError::invalid(
+            "component_base64",
+            format!("The component is larger than {MAX_COMPONENT_BYTES} bytes."),
+        ));
+    }
+    Ok(bytes)
 }

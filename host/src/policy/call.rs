@@ -5,10 +5,50 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::CallState;
-use super::{CallLimits, PolicyError, PolicyHost};
+use super::{CallLimits, PolicyError, PolicyHost, cache};
+
+/// A component compiled (or read from the cache) and linked against the host's imports, ready
+/// for its world's typed pre-instance; its sha256 (hex). Blocking: call off the runtime.
+pub(super) fn compile_and_link(
+    host: &PolicyHost,
+    wasm: &[u8],
+    world: &'static str,
+) -> Result<(String, InstancePre<CallState>), PolicyError> {
+    let inner = &host.inner;
+    let sha256 = cache::sha256_hex(wasm);
+    let component = cache::compile(
+        &inner.engine,
+        &inner.engine_key,
+        inner.config.cache_dir.as_deref(),
+        wasm,
+        &sha256,
+    )?;
+    let pre = inner
+        .linker
+        .instantiate_pre(&component)
+        .map_err(|e| wrong_world(world, &e))?;
+    Ok((sha256, pre))
+}
+
+/// A component whose imports or exports do not fit `world`.
+pub(super) fn wrong_world(world: &'static str, e: &wasmtime::Error) -> PolicyError {
+    PolicyError::WrongWorld {
+        world,
+        reason: format!("{e:#}"),
+    }
+}
+
+/// A policy's limits, its memory cap bounded by the host's.
+pub(super) fn capped(host: &PolicyHost, limits: CallLimits) -> CallLimits {
+    CallLimits {
+        memory_bytes: limits.memory_bytes.min(host.inner.config.max_memory_bytes),
+        ..limits
+    }
+}
 
 /// A new store for one call (or, warm, one instance's life), its budget set to `budget` ticks.
 pub(super) fn new_store(

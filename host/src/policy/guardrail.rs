@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::bindings::{CallState, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage};
-use super::{CallLimits, PolicyError, PolicyHost, RouteFacts, cache};
+use super::{CallLimits, PolicyError, PolicyHost, RouteFacts};
 
 /// The world every guardrail component must export.
 pub const WORLD: &str = "sovereign:policy/guardrail-policy@0.1.0";
@@ -99,31 +99,12 @@ impl GuardrailPolicy {
         let host = host.clone();
         let id: Arc<str> = id.into();
         let policy = tokio::task::spawn_blocking(move || {
-            let inner = &host.inner;
-            let sha256 = cache::sha256_hex(&wasm);
             let started = Instant::now();
-            let component = cache::compile(
-                &inner.engine,
-                &inner.engine_key,
-                inner.config.cache_dir.as_deref(),
-                &wasm,
-                &sha256,
-            )?;
-            let wrong_world = |reason: String| PolicyError::WrongWorld {
-                world: WORLD,
-                reason,
-            };
-            let instance_pre = inner
-                .linker
-                .instantiate_pre(&component)
-                .map_err(|e| wrong_world(format!("{e:#}")))?;
+            let (sha256, instance_pre) = super::call::compile_and_link(&host, &wasm, WORLD)?;
             let pre = GuardrailPolicyPre::new(instance_pre)
-                .map_err(|e| wrong_world(format!("{e:#}")))?;
+                .map_err(|e| super::call::wrong_world(WORLD, &e))?;
             tracing::info!(policy = &*id, sha256, elapsed = ?started.elapsed(), "guardrail compiled");
-            let limits = CallLimits {
-                memory_bytes: limits.memory_bytes.min(inner.config.max_memory_bytes),
-                ..limits
-            };
+            let limits = super::call::capped(&host, limits);
             Ok::<_, PolicyError>(GuardrailPolicy {
                 host: host.clone(),
                 id,

@@ -9,7 +9,7 @@ use wasmtime::Store;
 
 use super::bindings::{self, CallState, ModelInfo, RequestFacts, RouterPolicyPre};
 use super::pool::{Warm, WarmPool};
-use super::{CallLimits, PolicyError, PolicyHost, PoolMode, cache};
+use super::{CallLimits, PolicyError, PolicyHost, PoolMode};
 use crate::config::ModelConfig;
 
 /// The world every router component must export.
@@ -109,30 +109,12 @@ impl RouterPolicy {
         settings: HashMap<String, String>,
         limits: CallLimits,
     ) -> Result<RouterPolicy, PolicyError> {
-        let inner = &host.inner;
-        let sha256 = cache::sha256_hex(wasm);
         let started = Instant::now();
-        let component = cache::compile(
-            &inner.engine,
-            &inner.engine_key,
-            inner.config.cache_dir.as_deref(),
-            wasm,
-            &sha256,
-        )?;
-        let wrong_world = |reason: String| PolicyError::WrongWorld {
-            world: WORLD,
-            reason,
-        };
-        let instance_pre = inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| wrong_world(format!("{e:#}")))?;
-        let pre = RouterPolicyPre::new(instance_pre).map_err(|e| wrong_world(format!("{e:#}")))?;
+        let (sha256, instance_pre) = super::call::compile_and_link(&host, wasm, WORLD)?;
+        let pre =
+            RouterPolicyPre::new(instance_pre).map_err(|e| super::call::wrong_world(WORLD, &e))?;
         tracing::info!(policy = &*id, sha256, elapsed = ?started.elapsed(), "router policy compiled");
-        let limits = CallLimits {
-            memory_bytes: limits.memory_bytes.min(inner.config.max_memory_bytes),
-            ..limits
-        };
+        let limits = super::call::capped(&host, limits);
         let warm = (limits.pool == PoolMode::Warm).then(|| WarmPool::new(limits.warm_max_calls));
         Ok(RouterPolicy {
             host: host.clone(),
