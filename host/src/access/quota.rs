@@ -37,7 +37,20 @@ pub struct TokenQuota {
 struct Day {
     /// Days since the Unix epoch (UTC) the counters are for.
     day: i64,
-    used: HashMap<QuotaScope, u64>,
+    /// By key id and by team id: two maps, so a check looks up by `&str` without allocating.
+    keys: HashMap<String, u64>,
+    teams: HashMap<String, u64>,
+}
+
+impl Day {
+    fn used(&self, scope: &QuotaScope) -> u64 {
+        match scope {
+            QuotaScope::Key(k) => self.keys.get(k),
+            QuotaScope::Team(t) => self.teams.get(t),
+        }
+        .copied()
+        .unwrap_or(0)
+    }
 }
 
 /// A cap that was reached.
@@ -60,14 +73,17 @@ impl TokenQuota {
                 ..UsageFilter::default()
             })
             .await?;
-        let mut used = HashMap::new();
+        let mut d = Day {
+            day,
+            ..Day::default()
+        };
         for r in rows {
             let tokens = r.tokens_in.saturating_add(r.tokens_out);
-            *used.entry(QuotaScope::Team(r.team_id.0)).or_insert(0) += tokens;
-            *used.entry(QuotaScope::Key(r.key_id.0)).or_insert(0) += tokens;
+            *d.teams.entry(r.team_id.0).or_insert(0) += tokens;
+            *d.keys.entry(r.key_id.0).or_insert(0) += tokens;
         }
         Ok(TokenQuota {
-            inner: Mutex::new(Day { day, used }),
+            inner: Mutex::new(d),
         })
     }
 
@@ -84,35 +100,43 @@ impl TokenQuota {
             return Ok(());
         }
         let d = self.day(now);
-        let day = d.day;
-        for (scope, cap) in [
-            (QuotaScope::Key(key.to_string()), key_cap),
-            (QuotaScope::Team(team.to_string()), team_cap),
-        ] {
-            let Some(cap) = cap else { continue };
-            let used = d.used.get(&scope).copied().unwrap_or(0);
+        let resets_at = (d.day + 1) * DAY_MS;
+        if let Some(cap) = key_cap {
+            let used = d.keys.get(key).copied().unwrap_or(0);
             if used >= cap {
+                let scope = QuotaScope::Key(key.to_string());
                 return Err(QuotaExceeded {
                     scope,
                     cap,
                     used,
-                    resets_at: (day + 1) * DAY_MS,
+                    resets_at,
                 });
             }
         }
-        drop(d);
+        if let Some(cap) = team_cap {
+            let used = d.teams.get(team).copied().unwrap_or(0);
+            if used >= cap {
+                let scope = QuotaScope::Team(team.to_string());
+                return Err(QuotaExceeded {
+                    scope,
+                    cap,
+                    used,
+                    resets_at,
+                });
+            }
+        }
         Ok(())
     }
 
     /// Counts a completed request's tokens against its key and team.
     pub fn add(&self, key: &KeyId, team: &TeamId, tokens: u64, now: UnixMillis) {
         let mut d = self.day(now);
-        *d.used.entry(QuotaScope::Key(key.0.clone())).or_insert(0) += tokens;
-        *d.used.entry(QuotaScope::Team(team.0.clone())).or_insert(0) += tokens;
+        add_to(&mut d.keys, &key.0, tokens);
+        add_to(&mut d.teams, &team.0, tokens);
     }
 
     pub fn used(&self, scope: &QuotaScope, now: UnixMillis) -> u64 {
-        self.day(now).used.get(scope).copied().unwrap_or(0)
+        self.day(now).used(scope)
     }
 
     /// The counters, rolled over to `now`'s day first.
@@ -124,9 +148,20 @@ impl TokenQuota {
         let today = now.div_euclid(DAY_MS);
         if today != d.day {
             d.day = today;
-            d.used.clear();
+            d.keys.clear();
+            d.teams.clear();
         }
         d
+    }
+}
+
+/// Adds to a counter, allocating its key only the first time.
+fn add_to(map: &mut HashMap<String, u64>, id: &str, tokens: u64) {
+    match map.get_mut(id) {
+        Some(n) => *n += tokens,
+        None => {
+            map.insert(id.to_string(), tokens);
+        }
     }
 }
 
