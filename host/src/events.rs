@@ -42,9 +42,17 @@ impl Default for Events {
 }
 
 impl Events {
-    pub fn emit(&self, event: Event) {
-        tracing::debug!(event = event.event, details = %event.details, "event");
-        // No subscriber is not an error: the event is still logged.
+    /// Emits the event `make` builds — built only when a subscriber or the debug log will read
+    /// it, so an event on every request (`routing.rule`) costs nothing while nobody listens.
+    pub fn emit(&self, make: impl FnOnce() -> Event) {
+        let logged = tracing::enabled!(tracing::Level::DEBUG);
+        if !logged && self.tx.receiver_count() == 0 {
+            return;
+        }
+        let event = make();
+        if logged {
+            tracing::debug!(event = event.event, details = %event.details, "event");
+        }
         let _ = self.tx.send(Arc::new(event));
     }
 

@@ -267,7 +267,7 @@ impl Budgets {
             BudgetScope::Team(t) => ("team", t.0.as_str()),
             BudgetScope::Key(k) => ("key", k.0.as_str()),
         };
-        self.events.emit(Event {
+        self.events.emit(|| Event {
             event: "cost.threshold",
             timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
             request_id: Some(r.to.request_id.clone()),

@@ -79,12 +79,12 @@ impl Audit {
         self.with(|f| f.prompt_hash = hash);
     }
 
-    /// The body's `user` (takes precedence over the `X-Actor-ID` header and the key id).
-    pub fn actor(&self, user: Option<&Value>) {
-        if let Some(user) = user.and_then(Value::as_str).filter(|u| !u.is_empty()) {
-            let user = truncate(user);
-            self.with(|f| f.actor = Some(user));
-        }
+    /// The actor the handler resolved (`http::spend::actor`: the body's `user`, else the
+    /// `X-Actor-ID` header, else the key id). Requests refused before a handler read their body
+    /// fall back to the header, read by the layer itself.
+    pub fn actor(&self, actor: &str) {
+        let actor = actor.to_string();
+        self.with(|f| f.actor = Some(actor));
     }
 
     /// The model chosen, the policy that chose it and the region it runs in.

@@ -52,8 +52,8 @@ pub async fn chat_completions(
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = ChatRequest::parse(raw)?;
     audit.prompt(request.body.get("messages"));
-    audit.actor(request.body.get("user"));
     let actor = spend::actor(&request.body, &headers, &principal);
+    audit.actor(&actor);
 
     // 1b. The guardrail's input stage: block (400), redact (in place), or flag (sensitive).
     let flagged = guard::input(&app, &ctx, &principal, &actor, &audit, &mut request.body).await?;
@@ -98,13 +98,15 @@ pub async fn chat_completions(
     audit.route(&route);
 
     if route.decided_by_policy() {
-        app.0.events.emit(Event::now(
+        app.0.events.emit(|| {
+            Event::now(
             "routing.rule",
             &ctx.id,
             serde_json::json!({"policy": &*route.policy, "rule": &*route.rule, "model": route.model.id.0}),
             &principal.team_id,
             &actor,
-        ));
+            )
+        });
     }
 
     // 4. Budget: the worst case is held until the answer settles it.
@@ -148,7 +150,7 @@ async fn forward(
     app: &AppState,
     ctx: &RequestCtx,
     audit: &Audit,
-    (principal, actor): (&Principal, &str),
+    (principal, actor): (&Arc<Principal>, &str),
     request: ChatRequest,
     route: &Route,
     reservation: Reservation,
@@ -211,7 +213,7 @@ async fn forward(
             Body::from_stream(guard::output_stream(
                 app_for_guard,
                 ctx.clone(),
-                Arc::new(principal.clone()),
+                principal.clone(),
                 actor.to_string(),
                 guard_audit,
                 stream,

@@ -33,7 +33,8 @@ pub async fn embeddings(
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let mut request = EmbeddingsRequest::parse(raw)?;
     audit.prompt(request.body.get("input"));
-    audit.actor(request.body.get("user"));
+    let actor = spend::actor(&request.body, &headers, &principal);
+    audit.actor(&actor);
     let facts = RouteFacts {
         requested_model: request.model.clone(),
         team_id: principal.team_id.clone(),
@@ -59,7 +60,6 @@ pub async fn embeddings(
     audit.route(&route);
     let model = &route.model;
     let input_tokens = input_tokens(&app, request.body.get("input"));
-    let actor = spend::actor(&request.body, &headers, &principal);
     let reservation = spend::reserve(&app, &ctx, &principal, actor, model, input_tokens, 0).await?;
     request
         .body

@@ -18,7 +18,7 @@ use super::{AppState, RequestCtx};
 use crate::auth::Principal;
 use crate::events::Event;
 use crate::policy::guardrail::{self, Stage, Verdict};
-use crate::policy::{GuardrailPolicy, PolicyError, RouteFacts};
+use crate::policy::{PolicyError, RouteFacts};
 
 /// Where a checked text lives in a body: `messages[i].content` (a string) or its part `j`'s
 /// `text`; for answers, `choices[i].message.content`.
@@ -33,43 +33,26 @@ pub async fn input(
     audit: &Audit,
     body: &mut Map<String, Value>,
 ) -> Result<bool, ApiError> {
-    let Some(slot) = &app.0.guardrail else {
-        return Ok(false);
-    };
-    let active = slot.active();
-    let policy = &active.policy;
     let (slots, mut texts) = message_texts(body);
     if texts.is_empty() {
         return Ok(false);
     }
-    let verdict = check(policy, Stage::Input, ctx, principal, actor, &texts).await?;
+    let who = Subject {
+        app,
+        ctx,
+        principal,
+        actor,
+    };
+    let Some(verdict) = who.check(Stage::Input, &texts).await? else {
+        return Ok(false);
+    };
     if !verdict.blocked.is_empty() {
-        violation(
-            app,
-            ctx,
-            principal,
-            actor,
-            &verdict.blocked,
-            "request_blocked",
-        );
-        audit.blocked();
-        return Err(blocked_error(
-            &verdict.blocked,
-            "pii_detected",
-            "The request",
-        ));
+        return Err(who.refuse(audit, &verdict.blocked, Stage::Input));
     }
     if !verdict.redactions.is_empty() {
         guardrail::apply(&mut texts, &verdict.redactions);
         write_back(body, &slots, texts);
-        violation(
-            app,
-            ctx,
-            principal,
-            actor,
-            &verdict.redacted_entities(),
-            "redacted",
-        );
+        who.violation(&verdict.redacted_entities(), "redacted");
     }
     Ok(!verdict.flagged.is_empty())
 }
@@ -83,11 +66,9 @@ pub async fn output(
     audit: &Audit,
     answer: &mut Value,
 ) -> Result<(), ApiError> {
-    let Some(slot) = &app.0.guardrail else {
+    if app.0.guardrail.is_none() {
         return Ok(());
-    };
-    let active = slot.active();
-    let policy = &active.policy;
+    }
     let Some(choices) = answer.get_mut("choices").and_then(Value::as_array_mut) else {
         return Ok(());
     };
@@ -102,22 +83,17 @@ pub async fn output(
     if texts.is_empty() {
         return Ok(());
     }
-    let verdict = check(policy, Stage::Output, ctx, principal, actor, &texts).await?;
+    let who = Subject {
+        app,
+        ctx,
+        principal,
+        actor,
+    };
+    let Some(verdict) = who.check(Stage::Output, &texts).await? else {
+        return Ok(());
+    };
     if !verdict.blocked.is_empty() {
-        violation(
-            app,
-            ctx,
-            principal,
-            actor,
-            &verdict.blocked,
-            "response_blocked",
-        );
-        audit.blocked();
-        return Err(blocked_error(
-            &verdict.blocked,
-            "pii_in_output",
-            "The model's answer",
-        ));
+        return Err(who.refuse(audit, &verdict.blocked, Stage::Output));
     }
     if !verdict.redactions.is_empty() {
         guardrail::apply(&mut texts, &verdict.redactions);
@@ -126,85 +102,89 @@ pub async fn output(
                 c["content"] = Value::String(t);
             }
         }
-        violation(
-            app,
-            ctx,
-            principal,
-            actor,
-            &verdict.redacted_entities(),
-            "redacted",
-        );
+        who.violation(&verdict.redacted_entities(), "redacted");
     }
     Ok(())
 }
 
-async fn check(
-    policy: &GuardrailPolicy,
-    stage: Stage,
-    ctx: &RequestCtx,
-    principal: &Principal,
-    actor: &str,
-    texts: &[String],
-) -> Result<Verdict, ApiError> {
-    let facts = RouteFacts {
-        request_id: ctx.id.to_string(),
-        team_id: principal.team_id.clone(),
-        key_id: principal.key_id.clone(),
-        actor_id: actor.to_string(),
-        ..RouteFacts::default()
-    };
-    policy.check(stage, &facts, texts).await.map_err(|e| {
-        tracing::error!(request_id = %ctx.id, error = %e, "guardrail failed; refusing the request");
-        match e {
-            PolicyError::Rejected {
-                status,
-                code,
-                message,
-                ..
-            } if (400..500).contains(&status) => ApiError::new(
-                http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST),
-                "guardrail_violation",
-                message,
-            )
-            .with_code(code),
-            _ => ApiError::new(
-                http::StatusCode::SERVICE_UNAVAILABLE,
-                "server_error",
-                "The guardrail could not check this request, so it was not processed.",
-            )
-            .with_code("guardrail_unavailable"),
-        }
-    })
+/// Who a check is for: what the guardrail's facts, the events and the refusals name.
+struct Subject<'a> {
+    app: &'a AppState,
+    ctx: &'a RequestCtx,
+    principal: &'a Principal,
+    actor: &'a str,
 }
 
-fn blocked_error(entities: &[String], code: &'static str, what: &str) -> ApiError {
-    ApiError::new(
-        http::StatusCode::BAD_REQUEST,
-        "guardrail_violation",
-        format!(
-            "{what} contains personal data that this gateway does not allow: {}.",
-            entities.join(", ")
-        ),
-    )
-    .with_code(code)
-}
+impl Subject<'_> {
+    /// Runs the active guardrail on `texts`; `None` when none is configured. A guardrail that
+    /// fails refuses the request (fail-closed); its own 4xx rejection is passed on.
+    async fn check(&self, stage: Stage, texts: &[String]) -> Result<Option<Verdict>, ApiError> {
+        let Some(slot) = &self.app.0.guardrail else {
+            return Ok(None);
+        };
+        let facts = RouteFacts {
+            request_id: self.ctx.id.to_string(),
+            team_id: self.principal.team_id.clone(),
+            key_id: self.principal.key_id.clone(),
+            actor_id: self.actor.to_string(),
+            ..RouteFacts::default()
+        };
+        let active = slot.active();
+        active.policy.check(stage, &facts, texts).await.map(Some).map_err(|e| {
+            tracing::error!(request_id = %self.ctx.id, error = %e, "guardrail failed; refusing the request");
+            match e {
+                PolicyError::Rejected {
+                    status,
+                    code,
+                    message,
+                    ..
+                } if (400..500).contains(&status) => ApiError::new(
+                    http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST),
+                    "guardrail_violation",
+                    message,
+                )
+                .with_code(code),
+                _ => ApiError::new(
+                    http::StatusCode::SERVICE_UNAVAILABLE,
+                    "server_error",
+                    "The guardrail could not check this request, so it was not processed.",
+                )
+                .with_code("guardrail_unavailable"),
+            }
+        })
+    }
 
-/// The seed's `guardrail.violation` event.
-fn violation(
-    app: &AppState,
-    ctx: &RequestCtx,
-    principal: &Principal,
-    actor: &str,
-    entities: &[String],
-    action: &str,
-) {
-    app.0.events.emit(Event::now(
-        "guardrail.violation",
-        &ctx.id,
-        json!({"violation_type": "pii_detected", "entities": entities, "action_taken": action}),
-        &principal.team_id,
-        actor,
-    ));
+    /// A block: the event, the journal's `blocked` status, and the 400 naming the entity kinds.
+    fn refuse(&self, audit: &Audit, entities: &[String], stage: Stage) -> ApiError {
+        let (action, code, what) = match stage {
+            Stage::Input => ("request_blocked", "pii_detected", "The request"),
+            Stage::Output => ("response_blocked", "pii_in_output", "The model's answer"),
+        };
+        self.violation(entities, action);
+        audit.blocked();
+        ApiError::new(
+            http::StatusCode::BAD_REQUEST,
+            "guardrail_violation",
+            format!(
+                "{what} contains personal data that this gateway does not allow: {}.",
+                entities.join(", ")
+            ),
+        )
+        .with_code(code)
+    }
+
+    /// The seed's `guardrail.violation` event.
+    fn violation(&self, entities: &[String], action: &str) {
+        self.app.0.events.emit(|| {
+            Event::now(
+                "guardrail.violation",
+                &self.ctx.id,
+                json!({"violation_type": "pii_detected", "entities": entities, "action_taken": action}),
+                &self.principal.team_id,
+                self.actor,
+            )
+        });
+    }
 }
 
 /// The texts of a chat body's messages, and where each came from.
@@ -369,46 +349,30 @@ impl StreamGuard {
 
     /// Checks context + held text; blocks, or redacts the held part.
     async fn check(&mut self) {
-        let Some(slot) = &self.app.0.guardrail else {
-            return;
-        };
         let held: String = self.held.iter().map(|(_, t)| t.as_str()).collect();
-        let window = format!("{}{held}", self.context);
-        let active = slot.active();
-        let texts = [window];
-        let verdict = check(
-            &active.policy,
-            Stage::Output,
-            &self.ctx,
-            &self.principal,
-            &self.actor,
-            &texts,
-        )
-        .await;
-        let [window] = texts;
-        let verdict = match verdict {
-            Ok(v) => v,
+        let mut texts = [format!("{}{held}", self.context)];
+        let who = Subject {
+            app: &self.app,
+            ctx: &self.ctx,
+            principal: &self.principal,
+            actor: &self.actor,
+        };
+        let verdict = match who.check(Stage::Output, &texts).await {
+            Ok(Some(v)) => v,
+            Ok(None) => return,
             Err(e) => return self.end(e),
         };
         let released = self.context.len();
         if !verdict.blocked.is_empty() || verdict.redactions.iter().any(|r| r.start < released) {
             let mut kinds = verdict.blocked.clone();
             kinds.extend(verdict.redacted_entities());
-            violation(
-                &self.app,
-                &self.ctx,
-                &self.principal,
-                &self.actor,
-                &kinds,
-                "response_blocked",
-            );
-            self.audit.blocked();
-            return self.end(blocked_error(&kinds, "pii_in_output", "The model's answer"));
+            let refusal = who.refuse(&self.audit, &kinds, Stage::Output);
+            return self.end(refusal);
         }
         if verdict.redactions.is_empty() {
             return;
         }
-        let mut texts = [window];
+        who.violation(&verdict.redacted_entities(), "redacted");
         guardrail::apply(&mut texts, &verdict.redactions);
         let [redacted] = texts;
         let new_held = redacted.get(released..).unwrap_or_default().to_string();
@@ -418,14 +382,6 @@ impl StreamGuard {
             *c = Value::String(new_held.clone());
         }
         self.held = vec![(first, new_held)];
-        violation(
-            &self.app,
-            &self.ctx,
-            &self.principal,
-            &self.actor,
-            &verdict.redacted_entities(),
-            "redacted",
-        );
     }
 
     /// Sends the oldest held chunks while at least `keep` bytes of text stay held.
