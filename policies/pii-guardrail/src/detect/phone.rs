@@ -6,7 +6,7 @@
 //!    (+973), Oman (+968) and Egypt (+20) the national part must have that country's length.
 //! 2. Gulf or Egyptian mobile numbers in national form: `05` + 8 digits (Saudi Arabia, UAE),
 //!    `010`/`011`/`012`/`015` + 8 digits (Egypt).
-//! 3. North American format with separators: `(NXX) NXX-XXXX`, `NXX-NXX-XXXX`, `NXX.NXX.XXXX`.
+//! 3. North American format with separators: `(212) 555-0123`, `212-555-0123`, `212.555.0123`.
 //! 4. Anything else of 7–13 digits only when the nearest telling word is a phone word
 //!    (`phone`, `call`, `fax`, `جوال`, `اتصل`, …, see `context`).
 //!
