@@ -12,6 +12,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use url::Url;
 
+mod webhooks;
+pub use webhooks::WebhooksConfig;
+
 /// Model id a client may send to let the gateway choose the model.
 pub const AUTO_ROUTER: &str = "auto-router";
 
@@ -91,6 +94,8 @@ struct RawConfig {
     journal: RawJournal,
     #[serde(default)]
     guardrail: Option<RawGuardrail>,
+    #[serde(default)]
+    webhooks: webhooks::RawWebhooks,
 }
 
 /// `[guardrail]`: the PII guardrail (docs/GUARDRAIL.md). Present: enabled.
@@ -396,6 +401,8 @@ pub struct Config {
     pub journal: Option<JournalSettings>,
     /// The guardrail; `None` without a `[guardrail]` section.
     pub guardrail: Option<GuardrailConfig>,
+    /// Webhook delivery (`[webhooks]`; defaults when absent).
+    pub webhooks: WebhooksConfig,
 }
 
 /// `[guardrail]`, validated.
@@ -907,6 +914,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             memory_bytes: usize::try_from(g.memory_mb << 20).unwrap_or(usize::MAX),
         }
     });
+    let webhooks = webhooks::validate(raw.webhooks, &mut err);
     let data_dir = base.join(&raw.data_dir);
     let journal = validate_journal(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
 
@@ -933,6 +941,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             budgets,
             journal,
             guardrail,
+            webhooks,
         }),
         _ => Err(ConfigErrors(errors)),
     }

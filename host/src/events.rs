@@ -1,7 +1,9 @@
 //! The internal events channel: what happened that someone outside may want to know
-//! (`cost.threshold`, `routing.rule`, `guardrail.violation`, …), in the seed's shape
-//! `{event, timestamp, request_id, details, metadata: {team_id, user_id}}`. Emitting never blocks
-//! and never fails the request that emitted; the webhook issue delivers them durably.
+//! (`cost.threshold`, `routing.rule`, `guardrail.violation`, `model.fallback`,
+//! `request.completed`), in the seed's shape `{event, timestamp, request_id, details, metadata:
+//! {team_id, user_id}}`. Emitting never blocks and never fails the request that emitted. Each
+//! event goes to in-process subscribers (a broadcast) and, when a webhook subscription exists, to
+//! the webhook outbox (`crate::webhooks`), which persists it and delivers it.
 
 use std::sync::Arc;
 
@@ -9,11 +11,16 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-/// Events buffered for slow subscribers before the oldest are dropped (and counted).
+use crate::webhooks::Outbox;
+
+/// Events buffered for slow in-process subscribers before the oldest are dropped (and counted).
 const CAPACITY: usize = 4_096;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Event {
+    /// `evt_…`, unique: webhook receivers de-duplicate by it (`webhook-id`). Not in the body.
+    #[serde(skip)]
+    pub id: String,
     pub event: &'static str,
     /// ISO 8601 UTC.
     pub timestamp: String,
@@ -31,34 +38,56 @@ pub struct Metadata {
 #[derive(Debug, Clone)]
 pub struct Events {
     tx: broadcast::Sender<Arc<Event>>,
+    outbox: Option<Outbox>,
 }
 
 impl Default for Events {
     fn default() -> Self {
-        Events {
-            tx: broadcast::channel(CAPACITY).0,
-        }
+        Events::new(None)
     }
 }
 
 impl Events {
-    /// Emits the event `make` builds — built only when a subscriber or the debug log will read
-    /// it, so an event on every request (`routing.rule`) costs nothing while nobody listens.
+    /// The channel, feeding `outbox` when given.
+    pub fn new(outbox: Option<Outbox>) -> Events {
+        Events {
+            tx: broadcast::channel(CAPACITY).0,
+            outbox,
+        }
+    }
+
+    /// Emits the event `make` builds — built only when a subscriber, a webhook subscription or
+    /// the debug log will read it, so an event on every request (`routing.rule`) costs nothing
+    /// while nobody listens.
     pub fn emit(&self, make: impl FnOnce() -> Event) {
         let logged = tracing::enabled!(tracing::Level::DEBUG);
-        if !logged && self.tx.receiver_count() == 0 {
+        let outbox = self.outbox.as_ref().filter(|o| o.wanted());
+        if !logged && outbox.is_none() && self.tx.receiver_count() == 0 {
             return;
         }
-        let event = make();
+        let event = Arc::new(make());
         if logged {
-            tracing::debug!(event = event.event, details = %event.details, "event");
+            tracing::debug!(event = event.event, id = %event.id, details = %event.details, "event");
         }
-        let _ = self.tx.send(Arc::new(event));
+        if let Some(o) = outbox {
+            o.push(event.clone());
+        }
+        let _ = self.tx.send(event);
+    }
+
+    /// Whether an event of this kind would be kept by anyone (to skip work that only builds it).
+    pub fn listened(&self) -> bool {
+        self.tx.receiver_count() > 0 || self.outbox.as_ref().is_some_and(Outbox::wanted)
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.tx.subscribe()
     }
+}
+
+/// A new event id.
+pub fn new_id() -> String {
+    format!("evt_{}", uuid::Uuid::now_v7().simple())
 }
 
 impl Event {
@@ -71,6 +100,7 @@ impl Event {
         user_id: &str,
     ) -> Event {
         Event {
+            id: new_id(),
             event: kind,
             timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
             request_id: Some(request_id.to_string()),

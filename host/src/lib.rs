@@ -18,6 +18,7 @@ pub mod routing;
 pub mod simulator;
 pub mod store;
 pub mod upstream;
+pub mod webhooks;
 
 use std::future::Future;
 

@@ -250,3 +250,65 @@ def catches_signal(proc: Proc, signum: int) -> bool:
         if line.startswith("SigCgt:"):
             return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
     return False
+
+
+class Receiver:
+    """A webhook receiver inside the test: an HTTP server on a free loopback port that verifies
+    every request's Standard Webhooks signature (stdlib HMAC, independent of the gateway's code),
+    records what it got, and answers with the statuses `plan` gives (then 200)."""
+
+    def __init__(self):
+        import http.server
+
+        self.received: list[dict] = []  # every request, in arrival order
+        self.plan: list[int] = []  # statuses to answer next, consumed in order
+        self.default_status = 200
+        self.secret: str | None = None
+        self.bad_signatures = 0
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                with receiver.lock:
+                    status = receiver.plan.pop(0) if receiver.plan else receiver.default_status
+                    ok = receiver.verify(self.headers, body)
+                    if not ok:
+                        receiver.bad_signatures += 1
+                    receiver.received.append({"headers": dict(self.headers.items()), "body": body,
+                                              "status": status, "signature_ok": ok})
+                self.send_response(status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def verify(self, headers, body: bytes) -> bool:
+        import base64
+        import hashlib
+        import hmac
+
+        if self.secret is None:
+            return False
+        key = base64.b64decode(self.secret.removeprefix("whsec_"))
+        signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+        expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+        given = [s.split(",", 1)[1] for s in headers.get("webhook-signature", "").split() if s.startswith("v1,")]
+        fresh = abs(time.time() - int(headers["webhook-timestamp"])) < 300
+        return fresh and any(hmac.compare_digest(expected, g) for g in given)
+
+    def accepted(self) -> list[dict]:
+        """Requests answered 2xx, in arrival order, bodies parsed."""
+        import json
+
+        with self.lock:
+            return [{**r, "json": json.loads(r["body"])} for r in self.received if 200 <= r["status"] < 300]
+
+    def close(self):
+        self.server.shutdown()

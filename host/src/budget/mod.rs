@@ -268,6 +268,7 @@ impl Budgets {
             BudgetScope::Key(k) => ("key", k.0.as_str()),
         };
         self.events.emit(|| Event {
+            id: crate::events::new_id(),
             event: "cost.threshold",
             timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
             request_id: Some(r.to.request_id.clone()),

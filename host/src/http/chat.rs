@@ -138,7 +138,16 @@ pub async fn chat_completions(
         Err(e) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
             audit.upstream_failed();
-            e.into_response()
+            let response = e.into_response();
+            completed(
+                &app,
+                &ctx,
+                (&principal, &actor),
+                &route.model.id,
+                response.status().as_u16(),
+                None,
+            );
+            response
         }
     };
     set_route_headers(response.headers_mut(), &route);
@@ -188,6 +197,10 @@ async fn forward(
         let audit = audit.clone();
         let app_for_guard = app.clone();
         let app = app.clone();
+        let ctx_for_event = ctx.clone();
+        let principal_for_event = principal.clone();
+        let actor_for_event = actor.to_string();
+        let model_for_event = model.id.clone();
         let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
             audit.stream_finished(&summary);
             // Charged however the stream ended: the upstream's usage, else counted.
@@ -199,6 +212,18 @@ async fn forward(
                 ),
             };
             reservation.settle_now(tokens_in, tokens_out);
+            completed(
+                &app,
+                &ctx_for_event,
+                (&principal_for_event, &actor_for_event),
+                &model_for_event,
+                match summary.outcome {
+                    StreamOutcome::Completed => 200,
+                    StreamOutcome::ClientGone => 499,
+                    StreamOutcome::UpstreamFailed(_) => 502,
+                },
+                Some((tokens_in, tokens_out)),
+            );
             Metrics::dec(&metrics.streams_active);
             let counter = match &summary.outcome {
                 StreamOutcome::Completed => &metrics.streams_completed,
@@ -261,8 +286,53 @@ async fn forward(
     // The guardrail's output stage on the whole answer.
     guard::output(app, ctx, principal, actor, audit, &mut answer).await?;
     audit.usage(usage, true);
+    completed(
+        app,
+        ctx,
+        (principal, actor),
+        &model.id,
+        200,
+        Some((tokens_in, tokens_out)),
+    );
     tracing::debug!(request_id = %ctx.id, ?usage, "answered");
     Ok(axum::Json(answer).into_response())
+}
+
+/// `request.completed` for a request that reached an upstream, when it took at least
+/// `[webhooks] request_completed_after_ms` (0: every request).
+fn completed(
+    app: &AppState,
+    ctx: &RequestCtx,
+    (principal, actor): (&Principal, &str),
+    model: &crate::config::ModelId,
+    status: u16,
+    tokens: Option<(u64, u64)>,
+) {
+    let latency = ctx.started.elapsed();
+    if latency < app.0.config.webhooks.request_completed_after {
+        return;
+    }
+    app.0.events.emit(|| {
+        let tokens = tokens.map(|(prompt, completion)| {
+            serde_json::json!({
+                "prompt": prompt,
+                "completion": completion,
+                "total": prompt + completion,
+            })
+        });
+        Event::now(
+            "request.completed",
+            &ctx.id,
+            serde_json::json!({
+                "model": model.0,
+                "status": status,
+                "tokens": tokens,
+                "latency_ms": u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+            }),
+            &principal.team_id,
+            actor,
+        )
+    });
 }
 
 /// The text of every choice of a non-streamed answer (to count when usage is missing).

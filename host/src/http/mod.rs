@@ -18,6 +18,7 @@ mod spend;
 mod teams;
 mod usage;
 mod validate;
+mod webhooks;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -66,6 +67,8 @@ pub struct Inner {
     pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     pub upstreams: Upstreams,
     pub metrics: Arc<Metrics>,
+    /// Webhook subscriptions, the outbox and delivery.
+    pub webhooks: crate::webhooks::Webhooks,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
     pub journal: Option<Journal>,
     /// The retention task, stopped at shutdown.
@@ -119,7 +122,8 @@ impl AppState {
             config.plans,
         )
         .await?;
-        let events = Events::default();
+        let channel = crate::webhooks::Channel::new();
+        let events = Events::new(Some(channel.outbox.clone()));
         let (charger, _writer) = Charger::start(store.clone());
         let budgets = Arc::new(Budgets::new(
             store.clone(),
@@ -127,8 +131,15 @@ impl AppState {
             access.quota.clone(),
             events.clone(),
             config.budgets.clone(),
-            parts.clock,
+            parts.clock.clone(),
         ));
+        let webhooks = crate::webhooks::Webhooks::start(
+            store.clone(),
+            config.webhooks.clone(),
+            parts.clock,
+            channel,
+        )
+        .await?;
         let router = routing::Router::from_config(&config).await?;
         let guardrail = match &config.guardrail {
             Some(g) => Some(load_guardrail(&router, g).await?),
@@ -167,6 +178,7 @@ impl AppState {
             guardrail,
             upstreams,
             metrics: Arc::new(Metrics::default()),
+            webhooks,
             journal,
             retention,
             sovereign_id,
@@ -245,6 +257,8 @@ impl AppState {
         if let Some(task) = &self.0.retention {
             task.abort();
         }
+        // Every event emitted by a finished request persisted before the process ends.
+        self.0.webhooks.shut_down().await;
         if let Some(journal) = &self.0.journal {
             match journal.clone().close().await {
                 Ok(seq) => tracing::info!(head_seq = seq, "journal closed"),
@@ -338,6 +352,23 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
         .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
         .route("/v1/admin/journal/verify", get(activity::verify))
+        .route(
+            "/v1/admin/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route(
+            "/v1/admin/webhooks/{id}",
+            get(webhooks::get).delete(webhooks::delete),
+        )
+        .route("/v1/admin/webhooks/{id}/test", post(webhooks::test))
+        .route(
+            "/v1/admin/webhooks/{id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/v1/admin/webhooks/{id}/deliveries/redrive",
+            post(webhooks::redrive),
+        )
         .route(
             "/v1/admin/guardrail",
             get(admin::guardrail_get).post(admin::guardrail_swap),

@@ -10,8 +10,10 @@
 pub mod clock;
 pub mod sqlite;
 pub mod types;
+pub mod webhooks;
 
 use futures_util::future::BoxFuture;
+use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
 
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use types::{
@@ -116,4 +118,38 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Settles every reservation made before `before` at its full amount (never under-charge):
     /// those left by a process that stopped mid-request. Returns how many there were.
     fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
+
+    // Webhooks: subscriptions and their outbox (`docs/WEBHOOKS.md`).
+    fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>>;
+    /// Every subscription, oldest first (secrets included: the caller hides them).
+    fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>>;
+    fn webhook(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Webhook>>>;
+    /// Deletes the subscription and its outbox. `false` when there was no such subscription.
+    fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+    /// Persists a batch of deliveries in one transaction; each one's seq, in order (0 for a
+    /// subscription deleted meanwhile, which takes nothing).
+    fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>>;
+    /// Up to `limit` pending deliveries of the subscription after `after_seq`, oldest first.
+    fn pending_deliveries(
+        &self,
+        webhook_id: String,
+        after_seq: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>>;
+    /// Records an attempt and moves its delivery to the attempt's outcome, in one transaction.
+    fn record_attempt(&self, record: AttemptRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// The subscription's deliveries, newest first, with their attempts.
+    fn deliveries(
+        &self,
+        webhook_id: String,
+        filter: DeliveryFilter,
+    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>>;
+    /// Dead letters back to pending (all of the subscription's, or the given seqs).
+    fn redrive(
+        &self,
+        webhook_id: String,
+        seqs: Option<Vec<i64>>,
+    ) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Deletes delivered and skipped deliveries finished before `before`.
+    fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
 }

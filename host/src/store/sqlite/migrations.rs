@@ -83,6 +83,46 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE teams ADD COLUMN allowed_models TEXT NOT NULL DEFAULT '[]';
     ",
+    // 5: webhook subscriptions and their outbox (deliveries in order, attempts).
+    r"
+    CREATE TABLE webhooks (
+        id          TEXT PRIMARY KEY,
+        url         TEXT NOT NULL,
+        events      TEXT NOT NULL,                -- JSON array of event kinds ('*': all)
+        team_id     TEXT,                         -- only this team's events; NULL: all teams'
+        shaper      TEXT,                         -- shaper policy name; NULL: the event as is
+        secret      TEXT NOT NULL,                -- whsec_…: kept, deliveries are signed with it
+        description TEXT,
+        created_at  INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE webhook_deliveries (
+        seq             INTEGER PRIMARY KEY,      -- enqueue order; per subscription, send order
+        webhook_id      TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event_id        TEXT NOT NULL,
+        kind            TEXT NOT NULL,
+        payload         TEXT NOT NULL,            -- the event, JSON in the seed's shape
+        state           TEXT NOT NULL,            -- pending | delivered | dead | skipped
+        attempts        INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        age_from        INTEGER NOT NULL,         -- creation or last re-drive
+        next_attempt_at INTEGER NOT NULL,
+        last_status     INTEGER,
+        last_error      TEXT,
+        done_at         INTEGER
+    ) STRICT;
+    CREATE INDEX webhook_deliveries_by_state ON webhook_deliveries(webhook_id, state, seq);
+
+    CREATE TABLE webhook_attempts (
+        id          INTEGER PRIMARY KEY,
+        seq         INTEGER NOT NULL REFERENCES webhook_deliveries(seq) ON DELETE CASCADE,
+        at          INTEGER NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        status      INTEGER,
+        error       TEXT
+    ) STRICT;
+    CREATE INDEX webhook_attempts_by_seq ON webhook_attempts(seq);
+    ",
 ];
 
 /// The schema version this build writes.

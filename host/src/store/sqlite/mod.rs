@@ -13,6 +13,7 @@ mod keys;
 pub(crate) mod migrations;
 mod teams;
 mod usage;
+mod webhooks;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,9 @@ use super::{
     BudgetScope, BudgetState, Clock, CreatedKey, KeyId, KeyInfo, Micros, NewKey, NewTeam,
     ReservationId, ReserveOutcome, Store, StoreError, StoreResult, Team, TeamId, TeamPatch,
     UnixMillis, UsageFilter, UsageRecord, UsageRow,
+};
+use crate::store::webhooks::{
+    AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook,
 };
 
 /// How long a call waits for another connection's write transaction before failing.
@@ -217,6 +221,59 @@ impl Store for SqliteStore {
 
     fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
         self.run(move |c, _| budgets::settle_stale(c, before))
+    }
+
+    fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>> {
+        self.run(move |c, now| webhooks::create(c, now, webhook))
+    }
+
+    fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>> {
+        self.run(|c, _| webhooks::list(c))
+    }
+
+    fn webhook(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
+        self.run(move |c, _| webhooks::get(c, &id))
+    }
+
+    fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| webhooks::delete(c, &id))
+    }
+
+    fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {
+        self.run(move |c, now| webhooks::enqueue(c, now, &batch))
+    }
+
+    fn pending_deliveries(
+        &self,
+        webhook_id: String,
+        after_seq: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
+        self.run(move |c, _| webhooks::pending(c, &webhook_id, after_seq, limit))
+    }
+
+    fn record_attempt(&self, record: AttemptRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| webhooks::record_attempt(c, &record))
+    }
+
+    fn deliveries(
+        &self,
+        webhook_id: String,
+        filter: DeliveryFilter,
+    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
+        self.run(move |c, _| webhooks::list_deliveries(c, &webhook_id, &filter))
+    }
+
+    fn redrive(
+        &self,
+        webhook_id: String,
+        seqs: Option<Vec<i64>>,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, now| webhooks::redrive(c, now, &webhook_id, seqs.as_deref()))
+    }
+
+    fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| webhooks::prune(c, before))
     }
 }
 

@@ -1,0 +1,264 @@
+//! Webhook subscriptions and their outbox in SQLite: `webhooks`, `webhook_deliveries` (one row
+//! per event and subscription; `seq` orders a subscription's deliveries) and `webhook_attempts`.
+
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::{from_json, to_json};
+use crate::store::webhooks::{
+    Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, NewWebhook,
+    Outcome, Webhook,
+};
+use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
+
+const SELECT_WEBHOOK: &str =
+    "SELECT id, url, events, team_id, shaper, secret, description, created_at FROM webhooks";
+
+fn webhook_row(r: &Row<'_>) -> rusqlite::Result<(Webhook, String)> {
+    Ok((
+        Webhook {
+            id: r.get(0)?,
+            url: r.get(1)?,
+            events: Vec::new(),
+            team_id: r.get::<_, Option<String>>(3)?.map(TeamId),
+            shaper: r.get(4)?,
+            secret: r.get(5)?,
+            description: r.get(6)?,
+            created_at: r.get(7)?,
+        },
+        r.get(2)?,
+    ))
+}
+
+fn finish_webhook((mut w, events): (Webhook, String)) -> StoreResult<Webhook> {
+    w.events = from_json(&events, "webhooks.events")?;
+    Ok(w)
+}
+
+pub(super) fn create(c: &mut Connection, now: UnixMillis, w: NewWebhook) -> StoreResult<Webhook> {
+    let id = format!("wh_{}", uuid::Uuid::now_v7().simple());
+    c.execute(
+        "INSERT INTO webhooks (id, url, events, team_id, shaper, secret, description, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            id,
+            w.url,
+            to_json(&w.events)?,
+            w.team_id.as_ref().map(|t| t.0.as_str()),
+            w.shaper,
+            w.secret,
+            w.description,
+            now
+        ],
+    )?;
+    Ok(Webhook {
+        id,
+        url: w.url,
+        events: w.events,
+        team_id: w.team_id,
+        shaper: w.shaper,
+        secret: w.secret,
+        description: w.description,
+        created_at: now,
+    })
+}
+
+pub(super) fn list(c: &Connection) -> StoreResult<Vec<Webhook>> {
+    let mut st = c.prepare_cached(&format!("{SELECT_WEBHOOK} ORDER BY created_at, id"))?;
+    let rows = st.query_map([], webhook_row)?;
+    rows.map(|r| finish_webhook(r?)).collect()
+}
+
+pub(super) fn get(c: &Connection, id: &str) -> StoreResult<Option<Webhook>> {
+    let mut st = c.prepare_cached(&format!("{SELECT_WEBHOOK} WHERE id = ?1"))?;
+    st.query_row([id], webhook_row)
+        .optional()?
+        .map(finish_webhook)
+        .transpose()
+}
+
+/// Deletes the subscription and its outbox (pending deliveries included).
+pub(super) fn delete(c: &mut Connection, id: &str) -> StoreResult<bool> {
+    Ok(c.execute("DELETE FROM webhooks WHERE id = ?1", [id])? > 0)
+}
+
+/// Enqueues a batch in one transaction (one fsync); returns each delivery's seq, in order.
+pub(super) fn enqueue(
+    c: &mut Connection,
+    now: UnixMillis,
+    batch: &[NewDelivery],
+) -> StoreResult<Vec<i64>> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut seqs = Vec::with_capacity(batch.len());
+    {
+        let mut st = tx.prepare_cached(
+            "INSERT INTO webhook_deliveries
+                 (webhook_id, event_id, kind, payload, state, attempts, created_at, age_from, next_attempt_at)
+             SELECT ?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5, ?5
+             WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?1)",
+        )?;
+        for d in batch {
+            // A subscription deleted meanwhile takes nothing (seq 0 marks it).
+            let n = st.execute(params![d.webhook_id, d.event_id, d.kind, d.payload, now])?;
+            seqs.push(if n == 1 { tx.last_insert_rowid() } else { 0 });
+        }
+    }
+    tx.commit()?;
+    Ok(seqs)
+}
+
+const SELECT_DELIVERY: &str = "SELECT seq, webhook_id, event_id, kind, payload, state, attempts,
+        created_at, age_from, next_attempt_at, last_status, last_error, done_at
+    FROM webhook_deliveries";
+
+fn delivery_row(r: &Row<'_>) -> rusqlite::Result<(Delivery, String)> {
+    let status: Option<i64> = r.get(10)?;
+    Ok((
+        Delivery {
+            seq: r.get(0)?,
+            webhook_id: r.get(1)?,
+            event_id: r.get(2)?,
+            kind: r.get(3)?,
+            payload: r.get(4)?,
+            state: DeliveryState::Pending,
+            attempts: u32::try_from(r.get::<_, i64>(6)?).unwrap_or(u32::MAX),
+            created_at: r.get(7)?,
+            age_from: r.get(8)?,
+            next_attempt_at: r.get(9)?,
+            last_status: status.and_then(|s| u16::try_from(s).ok()),
+            last_error: r.get(11)?,
+            done_at: r.get(12)?,
+            log: Vec::new(),
+        },
+        r.get(5)?,
+    ))
+}
+
+fn finish_delivery((mut d, state): (Delivery, String)) -> StoreResult<Delivery> {
+    d.state = DeliveryState::parse(&state)
+        .ok_or_else(|| StoreError::Corrupt(format!("webhook_deliveries.state {state:?}")))?;
+    Ok(d)
+}
+
+/// The subscription's pending deliveries after `after_seq`, oldest first.
+pub(super) fn pending(
+    c: &Connection,
+    webhook_id: &str,
+    after_seq: i64,
+    limit: u32,
+) -> StoreResult<Vec<Delivery>> {
+    let mut st = c.prepare_cached(&format!(
+        "{SELECT_DELIVERY} WHERE webhook_id = ?1 AND state = 'pending' AND seq > ?2
+         ORDER BY seq LIMIT ?3"
+    ))?;
+    let rows = st.query_map(params![webhook_id, after_seq, limit], delivery_row)?;
+    rows.map(|r| finish_delivery(r?)).collect()
+}
+
+pub(super) fn record_attempt(c: &mut Connection, rec: &AttemptRecord) -> StoreResult<()> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let a = &rec.attempt;
+    let duration = i64::try_from(a.duration_ms).unwrap_or(i64::MAX);
+    tx.prepare_cached(
+        "INSERT INTO webhook_attempts (seq, at, duration_ms, status, error) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![rec.seq, a.at, duration, a.status, a.error])?;
+    let (state, next_at, done_at) = match rec.outcome {
+        Outcome::Delivered => ("delivered", None, Some(a.at)),
+        Outcome::Retry { next_at } => ("pending", Some(next_at), None),
+        Outcome::Dead => ("dead", None, Some(a.at)),
+        Outcome::Skipped => ("skipped", None, Some(a.at)),
+    };
+    tx.prepare_cached(
+        "UPDATE webhook_deliveries SET state = ?2, attempts = attempts + 1,
+             next_attempt_at = COALESCE(?3, next_attempt_at), last_status = ?4, last_error = ?5,
+             done_at = ?6
+         WHERE seq = ?1",
+    )?
+    .execute(params![rec.seq, state, next_at, a.status, a.error, done_at])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The subscription's deliveries, newest first, each with its attempts.
+pub(super) fn list_deliveries(
+    c: &Connection,
+    webhook_id: &str,
+    filter: &DeliveryFilter,
+) -> StoreResult<Vec<Delivery>> {
+    let mut st = c.prepare_cached(&format!(
+        "{SELECT_DELIVERY} WHERE webhook_id = ?1 AND (?2 IS NULL OR state = ?2)
+             AND (?3 IS NULL OR seq < ?3)
+         ORDER BY seq DESC LIMIT ?4"
+    ))?;
+    let rows = st.query_map(
+        params![
+            webhook_id,
+            filter.state.map(DeliveryState::as_str),
+            filter.before_seq,
+            filter.limit
+        ],
+        delivery_row,
+    )?;
+    let mut out: Vec<Delivery> = rows
+        .map(|r| finish_delivery(r?))
+        .collect::<StoreResult<_>>()?;
+    let mut attempts = c.prepare_cached(
+        "SELECT at, duration_ms, status, error FROM webhook_attempts WHERE seq = ?1 ORDER BY id",
+    )?;
+    for d in &mut out {
+        let rows = attempts.query_map([d.seq], |r| {
+            let status: Option<i64> = r.get(2)?;
+            Ok(Attempt {
+                at: r.get(0)?,
+                duration_ms: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                status: status.and_then(|s| u16::try_from(s).ok()),
+                error: r.get(3)?,
+            })
+        })?;
+        d.log = rows.collect::<Result<_, _>>()?;
+    }
+    Ok(out)
+}
+
+/// Dead letters back to pending (all of the subscription's, or those in `seqs`), their age
+/// counted afresh; returns how many.
+pub(super) fn redrive(
+    c: &mut Connection,
+    now: UnixMillis,
+    webhook_id: &str,
+    seqs: Option<&[i64]>,
+) -> StoreResult<u64> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let n = match seqs {
+        None => tx.execute(
+            "UPDATE webhook_deliveries SET state = 'pending', age_from = ?2, next_attempt_at = ?2,
+                 done_at = NULL
+             WHERE webhook_id = ?1 AND state = 'dead'",
+            params![webhook_id, now],
+        )?,
+        Some(seqs) => {
+            let mut st = tx.prepare_cached(
+                "UPDATE webhook_deliveries SET state = 'pending', age_from = ?2,
+                     next_attempt_at = ?2, done_at = NULL
+                 WHERE webhook_id = ?1 AND state = 'dead' AND seq = ?3",
+            )?;
+            let mut n = 0;
+            for s in seqs {
+                n += st.execute(params![webhook_id, now, s])?;
+            }
+            n
+        }
+    };
+    tx.commit()?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Deletes finished deliveries (delivered, skipped) older than `before`; dead letters stay until
+/// re-driven or their subscription is deleted.
+pub(super) fn prune(c: &mut Connection, before: UnixMillis) -> StoreResult<u64> {
+    let n = c.execute(
+        "DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'skipped') AND done_at < ?1",
+        [before],
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}

@@ -1,0 +1,396 @@
+//! Webhooks: events delivered to subscribers, durably and in order (`docs/WEBHOOKS.md`).
+//!
+//! ```text
+//! Events::emit ──▶ outbox (writer task: match subscriptions, persist a batch in one transaction)
+//!              ──▶ delivery (one worker per subscription: in order, shaped, signed, retried,
+//!                  dead-lettered)
+//! ```
+//!
+//! The store holds subscriptions and the outbox; this module holds the subscriptions in memory
+//! too (matching an event must not touch the store) and the workers. Nothing on a request path
+//! waits for a delivery.
+
+mod delivery;
+pub mod destination;
+mod outbox;
+mod shape;
+pub mod sign;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::{Notify, Semaphore, watch};
+use url::Url;
+
+pub use outbox::Outbox;
+
+use crate::config::WebhooksConfig;
+use crate::events::{Event, Metadata};
+use crate::store::webhooks::{Attempt, Delivery, DeliveryFilter, NewWebhook, Outcome, Webhook};
+use crate::store::{Clock, Store, StoreError, TeamId};
+
+/// The event kinds a subscription may ask for (`*`: all of them).
+pub const EVENT_KINDS: &[&str] = &[
+    "request.completed",
+    "routing.rule",
+    "cost.threshold",
+    "model.fallback",
+    "guardrail.violation",
+];
+/// The kind of the ping `POST /v1/admin/webhooks/{id}/test` sends.
+pub const TEST_EVENT: &str = "webhook.test";
+/// Most event kinds one subscription lists.
+const MAX_EVENTS: usize = 32;
+const MAX_DESCRIPTION: usize = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("No webhook with id `{0}`.")]
+    NotFound(String),
+    #[error("At most {0} webhook subscriptions may exist; delete one first.")]
+    TooMany(usize),
+    #[error("the store failed: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// A subscription as the admin API asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct Subscribe {
+    pub url: String,
+    pub events: Vec<String>,
+    pub team_id: Option<String>,
+    pub shaper: Option<String>,
+    pub description: Option<String>,
+}
+
+/// Delivery counters since start (`/metrics`).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub delivered: AtomicU64,
+    pub failed_attempts: AtomicU64,
+    pub dead: AtomicU64,
+    pub skipped: AtomicU64,
+}
+
+/// The webhook service: subscriptions, the outbox writer and the delivery workers.
+#[derive(Clone)]
+pub struct Webhooks {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    store: Arc<dyn Store>,
+    config: WebhooksConfig,
+    clock: Arc<dyn Clock>,
+    client: reqwest::Client,
+    subs: RwLock<HashMap<String, Arc<Sub>>>,
+    permits: Semaphore,
+    stop: watch::Sender<bool>,
+    outbox: Outbox,
+    pub counters: Counters,
+}
+
+pub(crate) struct Sub {
+    webhook: Webhook,
+    /// The signing key (the secret decoded).
+    key: Vec<u8>,
+    url: Url,
+    /// New deliveries, a re-drive, or deletion.
+    wake: Notify,
+    /// Set by a re-drive: the worker re-reads the outbox from its oldest pending delivery.
+    reload: AtomicBool,
+    deleted: AtomicBool,
+}
+
+/// The outbox's two ends, made before the events channel that feeds it.
+pub struct Channel {
+    pub outbox: Outbox,
+    rx: outbox::Receiver,
+}
+
+impl Channel {
+    pub fn new() -> Channel {
+        let (outbox, rx) = Outbox::channel();
+        Channel { outbox, rx }
+    }
+}
+
+impl Default for Channel {
+    fn default() -> Self {
+        Channel::new()
+    }
+}
+
+impl Webhooks {
+    /// Loads the subscriptions and starts the outbox writer and one worker per subscription
+    /// (deliveries left pending by the last run go out now).
+    pub async fn start(
+        store: Arc<dyn Store>,
+        config: WebhooksConfig,
+        clock: Arc<dyn Clock>,
+        channel: Channel,
+    ) -> anyhow::Result<Webhooks> {
+        let client = reqwest::Client::builder()
+            .dns_resolver(destination::GuardedResolver {
+                allow_loopback: config.allow_loopback,
+            })
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(std::time::Duration::from_secs(10)))
+            .pool_idle_timeout(std::time::Duration::from_secs(60))
+            .user_agent(concat!(
+                "sovereign-gateway/",
+                env!("CARGO_PKG_VERSION"),
+                " (webhooks)"
+            ))
+            .build()?;
+        let shared = Arc::new(Shared {
+            store: store.clone(),
+            permits: Semaphore::new(config.concurrency),
+            config,
+            clock,
+            client,
+            subs: RwLock::new(HashMap::new()),
+            stop: watch::channel(false).0,
+            outbox: channel.outbox,
+            counters: Counters::default(),
+        });
+        for w in store.webhooks().await? {
+            if let Err(e) = shared.add(w.clone()) {
+                tracing::error!(webhook = %w.id, error = %e, "webhook subscription not loaded");
+            }
+        }
+        tokio::spawn(outbox::write(shared.clone(), channel.rx));
+        tokio::spawn(prune(shared.clone()));
+        Ok(Webhooks { shared })
+    }
+
+    pub async fn create(&self, s: Subscribe) -> Result<Webhook, WebhookError> {
+        let shared = &self.shared;
+        if shared.read().len() >= shared.config.max_subscriptions {
+            return Err(WebhookError::TooMany(shared.config.max_subscriptions));
+        }
+        destination::check_url(&s.url, shared.config.allow_loopback)
+            .map_err(|e| WebhookError::Invalid(format!("`url`: {e}.")))?;
+        if s.events.is_empty() || s.events.len() > MAX_EVENTS {
+            return Err(WebhookError::Invalid(format!(
+                "`events` must list 1 to {MAX_EVENTS} event kinds (or \"*\")."
+            )));
+        }
+        for e in &s.events {
+            if e != "*" && !EVENT_KINDS.contains(&e.as_str()) {
+                return Err(WebhookError::Invalid(format!(
+                    "`events`: unknown event kind `{e}`; known kinds: {}, or \"*\".",
+                    EVENT_KINDS.join(", ")
+                )));
+            }
+        }
+        if s.description
+            .as_ref()
+            .is_some_and(|d| d.len() > MAX_DESCRIPTION)
+        {
+            return Err(WebhookError::Invalid(format!(
+                "`description` is longer than {MAX_DESCRIPTION} bytes."
+            )));
+        }
+        if let Some(name) = &s.shaper {
+            shape::check_name(shared, name).map_err(WebhookError::Invalid)?;
+        }
+        if let Some(t) = &s.team_id
+            && shared.store.team(TeamId(t.clone())).await?.is_none()
+        {
+            return Err(WebhookError::Invalid(format!("`team_id`: no team `{t}`.")));
+        }
+        let created = shared
+            .store
+            .create_webhook(NewWebhook {
+                url: s.url,
+                events: s.events,
+                team_id: s.team_id.map(TeamId),
+                shaper: s.shaper,
+                secret: sign::new_secret(),
+                description: s.description,
+            })
+            .await?;
+        shared.add(created.clone())?;
+        Ok(created)
+    }
+
+    /// Every subscription, oldest first.
+    pub fn list(&self) -> Vec<Webhook> {
+        let mut all: Vec<Webhook> = self
+            .shared
+            .subscriptions()
+            .into_iter()
+            .map(|s| s.webhook.clone())
+            .collect();
+        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        all
+    }
+
+    pub fn get(&self, id: &str) -> Result<Webhook, WebhookError> {
+        Ok(self.shared.sub(id)?.webhook.clone())
+    }
+
+    /// Stops the subscription's worker and deletes it with its outbox.
+    pub async fn delete(&self, id: &str) -> Result<(), WebhookError> {
+        let sub = self.shared.sub(id)?;
+        sub.deleted.store(true, Ordering::Relaxed);
+        sub.wake.notify_one();
+        self.shared
+            .subs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+        self.shared.count();
+        self.shared.store.delete_webhook(id.to_string()).await?;
+        Ok(())
+    }
+
+    /// Enqueues a `webhook.test` ping for this subscription only; returns its event id.
+    pub async fn test(&self, id: &str) -> Result<String, WebhookError> {
+        let sub = self.shared.sub(id)?;
+        let event = Arc::new(Event {
+            id: crate::events::new_id(),
+            event: TEST_EVENT,
+            timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
+            request_id: None,
+            details: serde_json::json!({"webhook_id": sub.webhook.id}),
+            metadata: Metadata {
+                team_id: sub.webhook.team_id.as_ref().map(|t| t.0.clone()),
+                user_id: None,
+            },
+        });
+        let event_id = event.id.clone();
+        self.shared.outbox.push_to(event, sub.webhook.id.clone());
+        self.shared.outbox.flush().await;
+        Ok(event_id)
+    }
+
+    pub async fn deliveries(
+        &self,
+        id: &str,
+        filter: DeliveryFilter,
+    ) -> Result<Vec<Delivery>, WebhookError> {
+        let sub = self.shared.sub(id)?;
+        Ok(self
+            .shared
+            .store
+            .deliveries(sub.webhook.id.clone(), filter)
+            .await?)
+    }
+
+    /// Dead letters back to pending (all, or the given seqs); they go out before anything newer.
+    pub async fn redrive(&self, id: &str, seqs: Option<Vec<i64>>) -> Result<u64, WebhookError> {
+        let sub = self.shared.sub(id)?;
+        let n = self
+            .shared
+            .store
+            .redrive(sub.webhook.id.clone(), seqs)
+            .await?;
+        sub.reload.store(true, Ordering::Relaxed);
+        sub.wake.notify_one();
+        Ok(n)
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+
+    /// Persists what was emitted so far, then stops the workers (an attempt under way is
+    /// abandoned: its delivery stays pending and goes out at the next start).
+    pub async fn shut_down(&self) {
+        self.shared.outbox.flush().await;
+        let _ = self.shared.stop.send(true);
+    }
+}
+
+impl Shared {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Sub>>> {
+        self.subs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn subscriptions(&self) -> Vec<Arc<Sub>> {
+        self.read().values().cloned().collect()
+    }
+
+    fn sub(&self, id: &str) -> Result<Arc<Sub>, WebhookError> {
+        self.read()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| WebhookError::NotFound(id.to_string()))
+    }
+
+    /// Registers a stored subscription and starts its worker.
+    fn add(self: &Arc<Self>, webhook: Webhook) -> Result<(), WebhookError> {
+        let key = sign::secret_key(&webhook.secret).ok_or_else(|| {
+            WebhookError::Store(StoreError::Corrupt(format!(
+                "webhook {}: the secret is not a whsec_ secret",
+                webhook.id
+            )))
+        })?;
+        let url = Url::parse(&webhook.url)
+            .map_err(|e| WebhookError::Invalid(format!("stored url of {}: {e}", webhook.id)))?;
+        let sub = Arc::new(Sub {
+            key,
+            url,
+            wake: Notify::new(),
+            reload: AtomicBool::new(false),
+            deleted: AtomicBool::new(false),
+            webhook,
+        });
+        self.subs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(sub.webhook.id.clone(), sub.clone());
+        self.count();
+        tokio::spawn(delivery::run(self.clone(), sub));
+        Ok(())
+    }
+
+    fn count(&self) {
+        self.outbox.set_subscriptions(self.read().len());
+    }
+
+    fn wake(&self, webhook_id: &str) {
+        if let Some(s) = self.read().get(webhook_id) {
+            s.wake.notify_one();
+        }
+    }
+
+    fn note(&self, outcome: Outcome, attempt: &Attempt) {
+        let c = &self.counters;
+        let counter = match outcome {
+            Outcome::Delivered => &c.delivered,
+            Outcome::Retry { .. } => &c.failed_attempts,
+            Outcome::Dead => &c.dead,
+            Outcome::Skipped => &c.skipped,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(?outcome, status = ?attempt.status, error = ?attempt.error, ms = attempt.duration_ms, "webhook attempt");
+    }
+}
+
+/// Deletes delivered and skipped deliveries past `keep_delivered`, hourly.
+async fn prune(shared: Arc<Shared>) {
+    let mut stop = shared.stop.subscribe();
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3_600));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let keep = i64::try_from(shared.config.keep_delivered.as_millis()).unwrap_or(i64::MAX);
+        let before = shared.clock.now_ms().saturating_sub(keep);
+        match shared.store.prune_deliveries(before).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "webhook outbox pruned"),
+            Err(e) => tracing::error!(error = %e, "webhook outbox pruning failed"),
+        }
+    }
+}
