@@ -136,8 +136,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         after_seq: i64,
         limit: u32,
     ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>>;
-    /// Records an attempt and moves its delivery to the attempt's outcome, in one transaction.
-    fn record_attempt(&self, record: AttemptRecord) -> BoxFuture<'_, StoreResult<()>>;
+    /// Records attempts and moves each one's delivery to its outcome, all in one transaction.
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFuture<'_, StoreResult<()>>;
     /// The subscription's deliveries, newest first, with their attempts.
     fn deliveries(
         &self,

@@ -1,6 +1,6 @@
 //! One worker per subscription: its pending deliveries strictly in order (the next waits until
 //! the one before is delivered, skipped or dead-lettered), each attempt shaped, signed, sent under
-//! the timeout and recorded; failures retried with exponential backoff and jitter until the
+//! the timeout and its outcome handed to the recorder (group commit); failures retried with exponential backoff and jitter until the
 //! delivery is older than `max_age`, then dead-lettered. At most `concurrency` attempts run at
 //! once across subscriptions.
 
@@ -31,17 +31,24 @@ const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature
 pub(super) async fn run(shared: Arc<Shared>, sub: Arc<Sub>) {
     let mut stop = shared.stop.subscribe();
     let mut queue: VecDeque<Delivery> = VecDeque::new();
+    // The highest seq read into `queue`: the next page starts after it, so a delivery whose
+    // outcome is still on its way to the store is not read (and sent) again.
+    let mut after = 0;
     loop {
         if *stop.borrow() || sub.deleted.load(Ordering::Relaxed) {
             return;
         }
         if sub.reload.swap(false, Ordering::Relaxed) {
+            // Re-driven dead letters are older than what is queued: start again from the oldest
+            // pending, once every outcome so far is in the store.
+            shared.recorder.flush().await;
             queue.clear();
+            after = 0;
         }
         let Some(next) = queue.front_mut() else {
             match shared
                 .store
-                .pending_deliveries(sub.webhook.id.clone(), 0, PAGE)
+                .pending_deliveries(sub.webhook.id.clone(), after, PAGE)
                 .await
             {
                 Ok(page) if page.is_empty() => {
@@ -50,7 +57,10 @@ pub(super) async fn run(shared: Arc<Shared>, sub: Arc<Sub>) {
                         _ = stop.changed() => {}
                     }
                 }
-                Ok(page) => queue.extend(page),
+                Ok(page) => {
+                    after = page.last().map_or(after, |d| d.seq);
+                    queue.extend(page);
+                }
                 Err(e) => {
                     tracing::error!(webhook = %sub.webhook.id, error = %e, "webhook worker: reading the outbox failed");
                     tokio::select! {
@@ -72,23 +82,15 @@ pub(super) async fn run(shared: Arc<Shared>, sub: Arc<Sub>) {
             }
             continue;
         }
-        let Ok(_permit) = shared.permits.acquire().await else {
-            return;
-        };
-        let record = attempt(&shared, &sub, next).await;
-        let outcome = record.outcome;
-        // The outcome is durable before the worker moves on; a store failure is retried (the
-        // delivery may then be sent again: at-least-once).
-        let mut backoff = Duration::from_millis(50);
-        while let Err(e) = shared.store.record_attempt(record.clone()).await {
-            tracing::error!(webhook = %sub.webhook.id, seq = record.seq, error = %e, "webhook worker: recording an attempt failed; retrying");
-            if *stop.borrow() {
+        let record = {
+            let Ok(_permit) = shared.permits.acquire().await else {
                 return;
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(5));
-        }
+            };
+            attempt(&shared, &sub, next).await
+        };
+        let outcome = record.outcome;
         shared.note(outcome, &record.attempt);
+        shared.recorder.record(record);
         match outcome {
             Outcome::Retry { next_at } => {
                 next.attempts += 1;

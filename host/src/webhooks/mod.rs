@@ -13,6 +13,7 @@
 mod delivery;
 pub mod destination;
 mod outbox;
+mod recorder;
 mod shape;
 pub mod sign;
 
@@ -90,6 +91,7 @@ pub(crate) struct Shared {
     permits: Semaphore,
     stop: watch::Sender<bool>,
     outbox: Outbox,
+    recorder: recorder::Recorder,
     pub counters: Counters,
 }
 
@@ -156,6 +158,7 @@ impl Webhooks {
             subs: RwLock::new(HashMap::new()),
             stop: watch::channel(false).0,
             outbox: channel.outbox,
+            recorder: recorder::Recorder::start(store.clone()),
             counters: Counters::default(),
         });
         for w in store.webhooks().await? {
@@ -276,6 +279,8 @@ impl Webhooks {
         filter: DeliveryFilter,
     ) -> Result<Vec<Delivery>, WebhookError> {
         let sub = self.shared.sub(id)?;
+        // What the workers did so far, visible.
+        self.shared.recorder.flush().await;
         Ok(self
             .shared
             .store
@@ -305,6 +310,7 @@ impl Webhooks {
     pub async fn shut_down(&self) {
         self.shared.outbox.flush().await;
         let _ = self.shared.stop.send(true);
+        self.shared.recorder.flush().await;
     }
 }
 

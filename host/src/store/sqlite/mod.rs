@@ -252,8 +252,8 @@ impl Store for SqliteStore {
         self.run(move |c, _| webhooks::pending(c, &webhook_id, after_seq, limit))
     }
 
-    fn record_attempt(&self, record: AttemptRecord) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| webhooks::record_attempt(c, &record))
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| webhooks::record_attempts(c, &records))
     }
 
     fn deliveries(

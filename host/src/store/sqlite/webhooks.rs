@@ -154,27 +154,33 @@ pub(super) fn pending(
     rows.map(|r| finish_delivery(r?)).collect()
 }
 
-pub(super) fn record_attempt(c: &mut Connection, rec: &AttemptRecord) -> StoreResult<()> {
+pub(super) fn record_attempts(c: &mut Connection, records: &[AttemptRecord]) -> StoreResult<()> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let a = &rec.attempt;
-    let duration = i64::try_from(a.duration_ms).unwrap_or(i64::MAX);
-    tx.prepare_cached(
-        "INSERT INTO webhook_attempts (seq, at, duration_ms, status, error) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![rec.seq, a.at, duration, a.status, a.error])?;
-    let (state, next_at, done_at) = match rec.outcome {
-        Outcome::Delivered => ("delivered", None, Some(a.at)),
-        Outcome::Retry { next_at } => ("pending", Some(next_at), None),
-        Outcome::Dead => ("dead", None, Some(a.at)),
-        Outcome::Skipped => ("skipped", None, Some(a.at)),
-    };
-    tx.prepare_cached(
-        "UPDATE webhook_deliveries SET state = ?2, attempts = attempts + 1,
-             next_attempt_at = COALESCE(?3, next_attempt_at), last_status = ?4, last_error = ?5,
-             done_at = ?6
-         WHERE seq = ?1",
-    )?
-    .execute(params![rec.seq, state, next_at, a.status, a.error, done_at])?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO webhook_attempts (seq, at, duration_ms, status, error)
+             SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)",
+        )?;
+        let mut update = tx.prepare_cached(
+            "UPDATE webhook_deliveries SET state = ?2, attempts = attempts + 1,
+                 next_attempt_at = COALESCE(?3, next_attempt_at), last_status = ?4,
+                 last_error = ?5, done_at = ?6
+             WHERE seq = ?1",
+        )?;
+        for rec in records {
+            let a = &rec.attempt;
+            let duration = i64::try_from(a.duration_ms).unwrap_or(i64::MAX);
+            // A delivery deleted with its subscription meanwhile records nothing.
+            insert.execute(params![rec.seq, a.at, duration, a.status, a.error])?;
+            let (state, next_at, done_at) = match rec.outcome {
+                Outcome::Delivered => ("delivered", None, Some(a.at)),
+                Outcome::Retry { next_at } => ("pending", Some(next_at), None),
+                Outcome::Dead => ("dead", None, Some(a.at)),
+                Outcome::Skipped => ("skipped", None, Some(a.at)),
+            };
+            update.execute(params![rec.seq, state, next_at, a.status, a.error, done_at])?;
+        }
+    }
     tx.commit()?;
     Ok(())
 }
