@@ -12,6 +12,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use url::Url;
 
+mod health;
+pub use health::{HealthConfig, MAX_FALLBACKS};
+
 /// Model id a client may send to let the gateway choose the model.
 pub const AUTO_ROUTER: &str = "auto-router";
 
@@ -91,6 +94,8 @@ struct RawConfig {
     journal: RawJournal,
     #[serde(default)]
     guardrail: Option<RawGuardrail>,
+    #[serde(default)]
+    health: health::RawHealth,
 }
 
 /// `[guardrail]`: the PII guardrail (docs/GUARDRAIL.md). Present: enabled.
@@ -333,6 +338,9 @@ struct RawModel {
     total_timeout_ms: u64,
     #[serde(default = "default_stream_idle_timeout_ms")]
     stream_idle_timeout_ms: u64,
+    /// Models to try, in order, when this one fails before answering.
+    #[serde(default)]
+    fallbacks: Vec<String>,
 }
 
 fn default_context_window() -> u32 {
@@ -396,6 +404,8 @@ pub struct Config {
     pub journal: Option<JournalSettings>,
     /// The guardrail; `None` without a `[guardrail]` section.
     pub guardrail: Option<GuardrailConfig>,
+    /// Passive health and fallback (`[health]`).
+    pub health: HealthConfig,
 }
 
 /// `[guardrail]`, validated.
@@ -510,6 +520,9 @@ pub struct ModelConfig {
     pub output_cost_per_mtok: f64,
     pub context_window: u32,
     pub timeouts: UpstreamTimeouts,
+    /// Models to try, in order, when this one fails before answering (each exists, is of the
+    /// same kind and is not this model).
+    pub fallbacks: Vec<ModelId>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -616,6 +629,15 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         }
     }
 
+    {
+        let kinds: HashMap<&str, ModelKind> =
+            raw.models.iter().map(|m| (m.id.as_str(), m.kind)).collect();
+        for (i, m) in raw.models.iter().enumerate() {
+            health::check_fallbacks(i, &m.id, m.kind, &m.fallbacks, &kinds, &mut err);
+        }
+    }
+    let health = health::validate(&raw.health, &mut err);
+
     let mut models = Vec::new();
     let mut seen = HashMap::new();
     for (i, m) in raw.models.into_iter().enumerate() {
@@ -702,6 +724,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
                     total: Duration::from_millis(m.total_timeout_ms),
                     stream_idle: Duration::from_millis(m.stream_idle_timeout_ms),
                 },
+                fallbacks: m.fallbacks.into_iter().map(ModelId).collect(),
             }));
         }
     }
@@ -933,6 +956,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             budgets,
             journal,
             guardrail,
+            health,
         }),
         _ => Err(ConfigErrors(errors)),
     }

@@ -9,6 +9,7 @@ mod body;
 mod chat;
 mod embeddings;
 pub mod error;
+mod fallback;
 mod guard;
 mod keys;
 mod models;
@@ -43,6 +44,7 @@ use crate::metrics::Metrics;
 use crate::routing;
 use crate::store::{Clock, Store, SystemClock};
 use crate::upstream::Upstreams;
+use crate::upstream::health::Health;
 use error::ApiError;
 
 pub const X_SOVEREIGN_ID: HeaderName = HeaderName::from_static("x-sovereign-id");
@@ -65,6 +67,8 @@ pub struct Inner {
     /// The guardrail (`[guardrail]`), checked before routing and on answers.
     pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     pub upstreams: Upstreams,
+    /// Every model's circuit breaker (passive health, `crate::upstream::health`).
+    pub health: Health,
     pub metrics: Arc<Metrics>,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
     pub journal: Option<Journal>,
@@ -140,6 +144,8 @@ impl AppState {
         })
         .await??;
         let upstreams = Upstreams::new(&config.models)?;
+        let metrics = Arc::new(Metrics::default());
+        let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let (journal, retention) = match &config.journal {
             Some(settings) => {
@@ -166,7 +172,8 @@ impl AppState {
             router,
             guardrail,
             upstreams,
-            metrics: Arc::new(Metrics::default()),
+            health,
+            metrics,
             journal,
             retention,
             sovereign_id,
