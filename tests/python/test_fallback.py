@@ -72,6 +72,19 @@ def test_a_5xx_primary_is_served_by_its_fallback(gw, sim, keys):
     assert raw.headers["x-data-residency"] == "eu-paris-1"
     assert "magistral-small" in answer.choices[0].message.content
     assert harness.metrics(gw)["sovereign_fallbacks_total"] == before + 1
+    # The journal and the spend name the model that served, at its prices.
+    with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {keys['admin']}"}, timeout=20) as a:
+        logs = a.post("/v1/activity/logs", json={"request_id": answer.id})
+        assert logs.status_code == 200, logs.text
+        [entry] = logs.json()["data"]
+        assert (entry["model"], entry["residency_boundary"]) == ("magistral-small", "eu-paris-1")
+        rows = a.get("/v1/admin/usage").json()["data"]
+        assert {r["model"] for r in rows} == {"magistral-small"}, rows
+        served = next(m for m in harness.FLEET if m["id"] == "magistral-small")
+        row = rows[0]
+        expected = (row["tokens_in"] * served["input_cost_per_mtok"]
+                    + row["tokens_out"] * served["output_cost_per_mtok"]) / 1e6
+        assert row["spend"] == pytest.approx(expected, abs=1e-6)
 
 
 def test_a_5xx_primary_falls_back_for_streams_too(gw, sim, keys):
