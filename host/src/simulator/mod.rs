@@ -160,10 +160,7 @@ impl Sim {
                 StatusCode::TOO_MANY_REQUESTS,
                 "simulated overload",
             )),
-            FailMode::Error400 => Err(sim_error(
-                StatusCode::BAD_REQUEST,
-                "simulated bad request",
-            )),
+            FailMode::Error400 => Err(sim_error(StatusCode::BAD_REQUEST, "simulated bad request")),
             FailMode::Hang => std::future::pending().await,
             FailMode::None | FailMode::DropMidStream => Ok((model, b)),
         }

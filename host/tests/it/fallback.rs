@@ -63,7 +63,9 @@ async fn a_fallback_hop_emits_the_model_fallback_event() {
 #[tokio::test]
 async fn the_router_sees_an_open_breaker_as_unhealthy() {
     let mut stack = Stack::start(with_fallbacks).await;
-    stack.sim("jais-30b-chat", json!({"fail": "error500"})).await;
+    stack
+        .sim("jais-30b-chat", json!({"fail": "error500"}))
+        .await;
     let arabic = json!({"model": "auto-router",
                         "messages": [{"role": "user", "content": "ما هي عاصمة فرنسا؟"}]});
     // The demo's rules send Arabic to jais; the rules router names the default (qwen) as its
