@@ -14,6 +14,8 @@ use url::Url;
 
 mod webhooks;
 pub use webhooks::WebhooksConfig;
+mod health;
+pub use health::{HealthConfig, MAX_FALLBACKS};
 
 /// Model id a client may send to let the gateway choose the model.
 pub const AUTO_ROUTER: &str = "auto-router";
@@ -96,6 +98,7 @@ struct RawConfig {
     guardrail: Option<RawGuardrail>,
     #[serde(default)]
     webhooks: webhooks::RawWebhooks,
+    health: health::RawHealth,
 }
 
 /// `[guardrail]`: the PII guardrail (docs/GUARDRAIL.md). Present: enabled.
@@ -338,6 +341,9 @@ struct RawModel {
     total_timeout_ms: u64,
     #[serde(default = "default_stream_idle_timeout_ms")]
     stream_idle_timeout_ms: u64,
+    /// Models to try, in order, when this one fails before answering.
+    #[serde(default)]
+    fallbacks: Vec<String>,
 }
 
 fn default_context_window() -> u32 {
@@ -403,6 +409,8 @@ pub struct Config {
     pub guardrail: Option<GuardrailConfig>,
     /// Webhook delivery (`[webhooks]`; defaults when absent).
     pub webhooks: WebhooksConfig,
+    /// Passive health and fallback (`[health]`).
+    pub health: HealthConfig,
 }
 
 /// `[guardrail]`, validated.
@@ -517,6 +525,9 @@ pub struct ModelConfig {
     pub output_cost_per_mtok: f64,
     pub context_window: u32,
     pub timeouts: UpstreamTimeouts,
+    /// Models to try, in order, when this one fails before answering (each exists, is of the
+    /// same kind and is not this model).
+    pub fallbacks: Vec<ModelId>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -623,6 +634,15 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         }
     }
 
+    {
+        let kinds: HashMap<&str, ModelKind> =
+            raw.models.iter().map(|m| (m.id.as_str(), m.kind)).collect();
+        for (i, m) in raw.models.iter().enumerate() {
+            health::check_fallbacks(i, &m.id, m.kind, &m.fallbacks, &kinds, &mut err);
+        }
+    }
+    let health = health::validate(&raw.health, &mut err);
+
     let mut models = Vec::new();
     let mut seen = HashMap::new();
     for (i, m) in raw.models.into_iter().enumerate() {
@@ -709,6 +729,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
                     total: Duration::from_millis(m.total_timeout_ms),
                     stream_idle: Duration::from_millis(m.stream_idle_timeout_ms),
                 },
+                fallbacks: m.fallbacks.into_iter().map(ModelId).collect(),
             }));
         }
     }
@@ -942,6 +963,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             journal,
             guardrail,
             webhooks,
+            health,
         }),
         _ => Err(ConfigErrors(errors)),
     }

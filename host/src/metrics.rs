@@ -19,11 +19,14 @@ pub struct Metrics {
     pub budget_refused_total: AtomicU64,
     pub journal_entries_total: AtomicU64,
     pub journal_append_failures_total: AtomicU64,
+    pub fallbacks_total: AtomicU64,
+    pub breakers_open: AtomicU64,
+    pub breaker_trips_total: AtomicU64,
 }
 
 impl Metrics {
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, &AtomicU64); 12] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 15] = [
             (
                 "sovereign_rate_limited_total",
                 "counter",
@@ -95,6 +98,24 @@ impl Metrics {
                 "counter",
                 "Journal appends that failed (each failed its request: alert on any)",
                 &self.journal_append_failures_total,
+            ),
+            (
+                "sovereign_fallbacks_total",
+                "counter",
+                "Requests handed from a failed (or out-of-rotation) model to a fallback",
+                &self.fallbacks_total,
+            ),
+            (
+                "sovereign_model_breakers_open",
+                "gauge",
+                "Models whose circuit breaker is open or half-open (out of rotation)",
+                &self.breakers_open,
+            ),
+            (
+                "sovereign_model_breaker_trips_total",
+                "counter",
+                "Times a model's circuit breaker opened (repeated failures, or a failed probe)",
+                &self.breaker_trips_total,
             ),
         ];
         let mut out = String::new();

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::config::{AUTO_ROUTER, Config, ModelConfig, ModelKind};
 use crate::policy::{CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts};
 use crate::residency::Boundary;
+use crate::upstream::health::Health;
 use registry::{PolicyRegistry, WatchedFiles};
 
 /// `X-Route-Policy` when no router policy decided: none is configured, or it failed.
@@ -94,7 +95,7 @@ impl Router {
             PolicyRegistry::new(
                 host,
                 limits,
-                candidates(config, &Boundary::OPEN),
+                candidates(config, &Boundary::OPEN, |_| true),
                 wasm,
                 r.document.as_deref().map(Arc::from),
             )
@@ -118,13 +119,15 @@ impl Router {
 
     /// Chooses the model for a request to an endpoint serving models of `kind`.
     /// The router policy sees only the candidates inside `boundary` (the residency guard,
-    /// `crate::residency`, checks the answer again).
+    /// `crate::residency`, checks the answer again), each marked healthy or not by its circuit
+    /// breaker (`health`).
     pub async fn route(
         &self,
         config: &Config,
         facts: &RouteFacts,
         kind: ModelKind,
         boundary: &Boundary<'_>,
+        health: &Health,
     ) -> Result<Route, RoutingError> {
         let requested = facts.requested_model.as_str();
         if requested != AUTO_ROUTER {
@@ -144,7 +147,7 @@ impl Router {
             let active = registry.active();
             let policy = &active.policy;
             let now = std::time::Instant::now();
-            let candidates = candidates(config, boundary);
+            let candidates = candidates(config, boundary, |m| health.healthy(&m.id.0, now));
             if candidates.is_empty() || !self.breaker.allow(policy.id(), now) {
                 return self.default_route(config, kind);
             }
@@ -216,15 +219,20 @@ impl Router {
     }
 }
 
-/// The models a router may choose: every chat model, with what the gateway knows of its health.
-fn candidates(config: &Config, boundary: &Boundary<'_>) -> Vec<Candidate> {
+/// The models a router may choose: every chat model, with what the gateway knows of its health
+/// (a model whose circuit breaker is open is unhealthy).
+fn candidates(
+    config: &Config,
+    boundary: &Boundary<'_>,
+    healthy: impl Fn(&ModelConfig) -> bool,
+) -> Vec<Candidate> {
     config
         .models
         .iter()
         .filter(|m| m.kind == ModelKind::Chat && boundary.admits(m))
         .map(|m| Candidate {
             model: m.clone(),
-            healthy: true,
+            healthy: healthy(m),
             latency_p50_ms: None,
         })
         .collect()

@@ -344,6 +344,11 @@ impl Reservation {
         self.prompt_tokens
     }
 
+    /// The model whose prices the amount was reserved at.
+    pub fn model(&self) -> &Arc<ModelConfig> {
+        &self.to.model
+    }
+
     /// Charges the real usage and returns when the charge is durable in the store.
     pub async fn settle(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         self.done = true;

@@ -4,7 +4,8 @@
 //! 2. facts: language, prompt tokens, routing hints (`facts`);
 //! 3. route: an explicit model, or the router policy's choice (`routing`);
 //! 4. budget: reserve the worst case on the team and the key (`budget`, 429 when it cannot);
-//! 5. call the upstream (`upstream`), asking for usage in streams;
+//! 5. call the upstream (`upstream`), asking for usage in streams: the routed model, else its
+//!    fallbacks when it cannot answer (`fallback`);
 //! 6. answer: relay the stream event by event, or rewrite the JSON answer, so the client sees the
 //!    gateway's request id and the id of the model that served; settle the reservation at the
 //!    real usage (counted with the tokenizer when the upstream reports none), abandoned streams
@@ -28,16 +29,14 @@ use serde_json::Value;
 use super::audit::Audit;
 use super::error::ApiError;
 use super::validate::ChatRequest;
-use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, guard, spend};
+use super::{AppState, RequestCtx, X_DATA_RESIDENCY, X_ROUTE_POLICY, body, fallback, guard, spend};
 use crate::auth::Principal;
-use crate::budget::Reservation;
-use crate::config::ModelKind;
+use crate::config::{ModelConfig, ModelKind};
 use crate::events::Event;
 use crate::facts;
 use crate::metrics::Metrics;
 use crate::policy::RouteFacts;
 use crate::residency::{self, Boundary};
-use crate::routing::Route;
 use crate::upstream::{Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
 
 pub async fn chat_completions(
@@ -91,7 +90,13 @@ pub async fn chat_completions(
     let route = app
         .0
         .router
-        .route(&app.0.config, &route_facts, ModelKind::Chat, &boundary)
+        .route(
+            &app.0.config,
+            &route_facts,
+            ModelKind::Chat,
+            &boundary,
+            &app.0.health,
+        )
         .await?;
     // 3b. The residency guard: no policy overrides it (451 when nothing complies).
     let route = residency::guard(route, &boundary, &app.0.config, ModelKind::Chat)?;
@@ -122,71 +127,111 @@ pub async fn chat_completions(
     )
     .await?;
 
-    // 5 and 6, with the route's headers on whatever comes back.
-    let mut response = match forward(
-        &app,
-        &ctx,
-        &audit,
-        (&principal, &actor),
-        request,
-        &route,
-        reservation,
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => {
+    // 5. The upstream call: the routed model, else its fallbacks (inside the boundary, not out of
+    //    rotation), until one answers; the reservation follows the model.
+    let ChatRequest {
+        body: mut upstream,
+        stream,
+        wants_usage,
+        ..
+    } = request;
+    request_usage(&mut upstream, stream);
+    let candidates = fallback::candidates(&route, &app.0.config, &boundary);
+    let attempt = fallback::Attempt {
+        app: &app,
+        ctx: &ctx,
+        principal: &principal,
+        actor: &actor,
+        endpoint: Endpoint::ChatCompletions,
+        max_out,
+    };
+    let served = fallback::serve(&attempt, candidates, reservation, |m| {
+        upstream.insert("model".into(), Value::String(m.upstream_model.clone()));
+        encode_body(&upstream)
+    })
+    .await;
+
+    // 6. The answer, with the headers of the model that served (or failed last).
+    let (mut response, model) = match served {
+        Ok(served) => {
+            let model = served.model.clone();
+            if !Arc::ptr_eq(&model, &route.model) {
+                audit.route(&fallback::served_route(&route, &model));
+            }
+            let response = forward(
+                &app,
+                &ctx,
+                &audit,
+                (&principal, &actor),
+                (stream, wants_usage),
+                served,
+            )
+            .await
+            .unwrap_or_else(|e| {
+                Metrics::inc(&app.0.metrics.upstream_errors_total);
+                audit.upstream_failed();
+                let response = e.into_response();
+                completed(
+                    &app,
+                    &ctx,
+                    (&principal, &actor),
+                    &model.id,
+                    response.status().as_u16(),
+                    None,
+                );
+                response
+            });
+            (response, model)
+        }
+        Err(not_served) => {
             Metrics::inc(&app.0.metrics.upstream_errors_total);
             audit.upstream_failed();
-            let response = e.into_response();
+            if !Arc::ptr_eq(&not_served.model, &route.model) {
+                audit.route(&fallback::served_route(&route, &not_served.model));
+            }
+            let model = not_served.model.clone();
+            let response = not_served.into_response();
             completed(
                 &app,
                 &ctx,
                 (&principal, &actor),
-                &route.model.id,
+                &model.id,
                 response.status().as_u16(),
                 None,
             );
-            response
+            (response, model)
         }
     };
-    set_route_headers(response.headers_mut(), &route);
-    tracing::debug!(request_id = %ctx.id, key = %principal.key_id, model = %route.model.id, "chat completion");
+    set_route_headers(response.headers_mut(), &route.policy, &model);
+    tracing::debug!(request_id = %ctx.id, key = %principal.key_id, model = %model.id, "chat completion");
     Ok(response)
 }
 
+/// Relays (stream) or reads, checks and re-addresses (whole answer) what the serving model sends,
+/// settles the reservation and reports the rest of the exchange to the model's breaker.
 async fn forward(
     app: &AppState,
     ctx: &RequestCtx,
     audit: &Audit,
     (principal, actor): (&Arc<Principal>, &str),
-    request: ChatRequest,
-    route: &Route,
-    reservation: Reservation,
+    (stream, wants_usage): (bool, bool),
+    served: fallback::Served,
 ) -> Result<Response, ApiError> {
-    let model = &route.model;
-    let upstream_body = upstream_body(request.body, &model.upstream_model, request.stream)?;
-    let exchange = match app
-        .0
-        .upstreams
-        .post(model, Endpoint::ChatCompletions, upstream_body)
-        .await
-    {
-        Ok(x) => x,
-        Err(e) => {
-            // Refused, failed or timed out before answering: nothing billable came back.
-            reservation.release();
-            return Err(e.into());
-        }
-    };
+    let fallback::Served {
+        model,
+        exchange,
+        ticket,
+        reservation,
+    } = served;
+    let model = &model;
 
-    if request.stream {
+    if stream {
         let metrics = app.0.metrics.clone();
         Metrics::inc(&metrics.streams_active);
         let opts = RelayOptions {
             request_id: ctx.id.to_string(),
             model: model.id.clone(),
-            client_wants_usage: request.wants_usage,
+            client_wants_usage: wants_usage,
             idle_timeout: model.timeouts.stream_idle,
             deadline: exchange.deadline,
             error_body: |e| ApiError::from(e).body(),
@@ -224,6 +269,13 @@ async fn forward(
                 },
                 Some((tokens_in, tokens_out)),
             );
+            // A stream the upstream broke counts against the model; one it finished (or the
+            // client left) for it.
+            if matches!(summary.outcome, StreamOutcome::UpstreamFailed(_)) {
+                ticket.failure(std::time::Instant::now());
+            } else {
+                ticket.success();
+            }
             Metrics::dec(&metrics.streams_active);
             let counter = match &summary.outcome {
                 StreamOutcome::Completed => &metrics.streams_completed,
@@ -260,17 +312,20 @@ async fn forward(
     let mut answer = match app.0.upstreams.read_json(model, exchange).await {
         Ok(a) => a,
         Err(e) => {
+            ticket.failure(std::time::Instant::now());
             reservation.release();
             return Err(e.into());
         }
     };
     let Some(obj) = answer.as_object_mut() else {
+        ticket.failure(std::time::Instant::now());
         reservation.release();
         return Err(ApiError::from(crate::upstream::UpstreamError::Protocol {
             model: model.id.clone(),
             detail: "the answer is not a JSON object".into(),
         }));
     };
+    ticket.success();
     obj.insert("id".into(), Value::String(ctx.id.to_string()));
     obj.insert("model".into(), Value::String(model.id.0.clone()));
     let usage = Usage::from_json(&answer);
@@ -351,14 +406,9 @@ fn completion_text(answer: &Value) -> String {
     text
 }
 
-/// The client's body with the upstream's model name, and (when streaming) usage requested so the
-/// gateway always learns the tokens spent.
-fn upstream_body(
-    mut body: serde_json::Map<String, Value>,
-    upstream_model: &str,
-    stream: bool,
-) -> Result<Bytes, ApiError> {
-    body.insert("model".into(), Value::String(upstream_model.to_string()));
+/// When streaming, usage requested from the upstream so the gateway always learns the tokens
+/// spent (the model name is set per candidate).
+fn request_usage(body: &mut serde_json::Map<String, Value>, stream: bool) {
     if stream {
         let opts = body
             .entry("stream_options")
@@ -369,7 +419,6 @@ fn upstream_body(
             *opts = serde_json::json!({"include_usage": true});
         }
     }
-    encode_body(&body)
 }
 
 /// The JSON bytes sent upstream.
@@ -379,11 +428,13 @@ pub(super) fn encode_body(body: &serde_json::Map<String, Value>) -> Result<Bytes
         .map_err(|e| ApiError::bad_request(format!("The request could not be encoded: {e}")))
 }
 
-pub(super) fn set_route_headers(h: &mut HeaderMap, route: &Route) {
-    if let Ok(policy) = HeaderValue::from_str(&route.policy) {
+/// `X-Route-Policy` (the policy that routed) and `X-Data-Residency` (the region of the model that
+/// served, or failed last).
+pub(super) fn set_route_headers(h: &mut HeaderMap, policy: &str, model: &ModelConfig) {
+    if let Ok(policy) = HeaderValue::from_str(policy) {
         h.insert(X_ROUTE_POLICY, policy);
     }
-    if let Ok(region) = HeaderValue::from_str(&route.model.region) {
+    if let Ok(region) = HeaderValue::from_str(&model.region) {
         h.insert(X_DATA_RESIDENCY, region);
     }
 }

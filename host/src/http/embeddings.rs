@@ -15,7 +15,7 @@ use super::audit::Audit;
 use super::chat::{encode_body, set_route_headers};
 use super::error::ApiError;
 use super::validate::EmbeddingsRequest;
-use super::{AppState, RequestCtx, body, spend};
+use super::{AppState, RequestCtx, body, fallback, spend};
 use crate::auth::Principal;
 use crate::config::ModelKind;
 use crate::metrics::Metrics;
@@ -54,26 +54,72 @@ pub async fn embeddings(
     let route = app
         .0
         .router
-        .route(&app.0.config, &facts, ModelKind::Embedding, &boundary)
+        .route(
+            &app.0.config,
+            &facts,
+            ModelKind::Embedding,
+            &boundary,
+            &app.0.health,
+        )
         .await?;
     let route = crate::residency::guard(route, &boundary, &app.0.config, ModelKind::Embedding)?;
     audit.route(&route);
-    let model = &route.model;
     let input_tokens = input_tokens(&app, request.body.get("input"));
-    let reservation = spend::reserve(&app, &ctx, &principal, actor, model, input_tokens, 0).await?;
-    request
-        .body
-        .insert("model".into(), Value::String(model.upstream_model.clone()));
-    let upstream_body = encode_body(&request.body)?;
-    let result = async {
-        let exchange = app
-            .0
-            .upstreams
-            .post(model, Endpoint::Embeddings, upstream_body)
-            .await?;
-        app.0.upstreams.read_json(model, exchange).await
+    let reservation = spend::reserve(
+        &app,
+        &ctx,
+        &principal,
+        actor.clone(),
+        &route.model,
+        input_tokens,
+        0,
+    )
+    .await?;
+    // The routed model, else its fallbacks (inside the boundary, not out of rotation).
+    let candidates = fallback::candidates(&route, &app.0.config, &boundary);
+    let attempt = fallback::Attempt {
+        app: &app,
+        ctx: &ctx,
+        principal: &principal,
+        actor: &actor,
+        endpoint: Endpoint::Embeddings,
+        max_out: 0,
+    };
+    let served = match fallback::serve(&attempt, candidates, reservation, |m| {
+        request
+            .body
+            .insert("model".into(), Value::String(m.upstream_model.clone()));
+        encode_body(&request.body)
+    })
+    .await
+    {
+        Ok(s) => s,
+        Err(not_served) => {
+            Metrics::inc(&app.0.metrics.upstream_errors_total);
+            audit.upstream_failed();
+            audit.route(&fallback::served_route(&route, &not_served.model));
+            let model = not_served.model.clone();
+            let mut response = not_served.into_response();
+            set_route_headers(response.headers_mut(), &route.policy, &model);
+            return Ok(response);
+        }
+    };
+    let fallback::Served {
+        model,
+        exchange,
+        ticket,
+        reservation,
+    } = served;
+    if !Arc::ptr_eq(&model, &route.model) {
+        audit.route(&fallback::served_route(&route, &model));
     }
-    .await;
+    let result = app.0.upstreams.read_json(&model, exchange).await;
+    match &result {
+        Ok(_) => ticket.success(),
+        Err(_) => {
+            ticket.failure(std::time::Instant::now());
+        }
+    }
     let mut response = match result {
         Ok(mut answer) => {
             let tokens = answer
@@ -94,7 +140,7 @@ pub async fn embeddings(
             ApiError::from(e).into_response()
         }
     };
-    set_route_headers(response.headers_mut(), &route);
+    set_route_headers(response.headers_mut(), &route.policy, &model);
     tracing::debug!(key = %principal.key_id, model = %model.id, "embeddings");
     Ok(response)
 }

@@ -9,6 +9,7 @@ mod body;
 mod chat;
 mod embeddings;
 pub mod error;
+mod fallback;
 mod guard;
 mod keys;
 mod models;
@@ -44,6 +45,7 @@ use crate::metrics::Metrics;
 use crate::routing;
 use crate::store::{Clock, Store, SystemClock};
 use crate::upstream::Upstreams;
+use crate::upstream::health::Health;
 use error::ApiError;
 
 pub const X_SOVEREIGN_ID: HeaderName = HeaderName::from_static("x-sovereign-id");
@@ -66,6 +68,8 @@ pub struct Inner {
     /// The guardrail (`[guardrail]`), checked before routing and on answers.
     pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     pub upstreams: Upstreams,
+    /// Every model's circuit breaker (passive health, `crate::upstream::health`).
+    pub health: Health,
     pub metrics: Arc<Metrics>,
     /// Webhook subscriptions, the outbox and delivery.
     pub webhooks: crate::webhooks::Webhooks,
@@ -151,6 +155,8 @@ impl AppState {
         })
         .await??;
         let upstreams = Upstreams::new(&config.models)?;
+        let metrics = Arc::new(Metrics::default());
+        let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let (journal, retention) = match &config.journal {
             Some(settings) => {
@@ -177,7 +183,8 @@ impl AppState {
             router,
             guardrail,
             upstreams,
-            metrics: Arc::new(Metrics::default()),
+            health,
+            metrics,
             webhooks,
             journal,
             retention,

@@ -46,6 +46,8 @@ pub enum FailMode {
     Error500,
     /// Answer 429 with an error body.
     Error429,
+    /// Answer 400 with an error body (the upstream refusing the request itself).
+    Error400,
     /// Never answer.
     Hang,
     /// Send half the answer, then cut the connection.
@@ -158,6 +160,7 @@ impl Sim {
                 StatusCode::TOO_MANY_REQUESTS,
                 "simulated overload",
             )),
+            FailMode::Error400 => Err(sim_error(StatusCode::BAD_REQUEST, "simulated bad request")),
             FailMode::Hang => std::future::pending().await,
             FailMode::None | FailMode::DropMidStream => Ok((model, b)),
         }

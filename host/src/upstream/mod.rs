@@ -3,6 +3,7 @@
 //! request, a total deadline for the whole exchange, and failures sorted into what the client
 //! should see (upstream 4xx passed on; 5xx and connection errors → 502; timeouts → 504).
 
+pub mod health;
 mod sse;
 
 use std::collections::HashMap;

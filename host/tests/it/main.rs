@@ -10,6 +10,7 @@
 
 mod audit;
 mod cli;
+mod fallback;
 mod gateway;
 mod hot_swap;
 mod journal;
