@@ -98,6 +98,7 @@ struct RawConfig {
     guardrail: Option<RawGuardrail>,
     #[serde(default)]
     webhooks: webhooks::RawWebhooks,
+    #[serde(default)]
     health: health::RawHealth,
 }
 
