@@ -117,6 +117,8 @@ pub struct ShaperPolicy {
     pre: WebhookPolicyPre<CallState>,
     settings: Arc<HashMap<String, String>>,
     limits: CallLimits,
+    /// Unix seconds.
+    loaded_at: u64,
 }
 
 impl std::fmt::Debug for ShaperPolicy {
@@ -160,6 +162,9 @@ impl ShaperPolicy {
                 size: wasm.len(),
                 pre,
                 settings: Arc::new(map),
+                loaded_at: SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
             })
         })
         .await
@@ -182,6 +187,16 @@ impl ShaperPolicy {
 
     pub fn sha256(&self) -> &str {
         &self.sha256
+    }
+
+    /// What the admin API lists about it.
+    pub fn info(&self) -> ShaperInfo {
+        ShaperInfo {
+            name: self.name.to_string(),
+            sha256: self.sha256.clone(),
+            size: self.size,
+            loaded_at: self.loaded_at,
+        }
     }
 
     /// Shapes `event` for `target` (the subscription's URL or id, as the caller chooses) in a
@@ -329,26 +344,9 @@ fn check_event(event: &ShaperEvent) -> Result<(), ShapeError> {
 pub struct Shapers {
     host: PolicyHost,
     limits: CallLimits,
-    by_name: arc_swap::ArcSwap<HashMap<String, Arc<Loaded>>>,
+    by_name: arc_swap::ArcSwap<HashMap<String, Arc<ShaperPolicy>>>,
     /// Writers one at a time (read-copy-update of `by_name`).
     swaps: std::sync::Mutex<()>,
-}
-
-/// A loaded shaper and when it was loaded.
-struct Loaded {
-    policy: ShaperPolicy,
-    loaded_at: u64,
-}
-
-impl Loaded {
-    fn info(&self, name: &str) -> ShaperInfo {
-        ShaperInfo {
-            name: name.to_string(),
-            sha256: self.policy.sha256.clone(),
-            size: self.policy.size,
-            loaded_at: self.loaded_at,
-        }
-    }
 }
 
 impl std::fmt::Debug for Shapers {
@@ -390,20 +388,15 @@ impl Shapers {
         wasm: Arc<[u8]>,
         settings: Option<String>,
     ) -> Result<ShaperInfo, PolicyError> {
-        let policy = ShaperPolicy::load(&self.host, name, wasm, settings, self.limits).await?;
-        let loaded = Arc::new(Loaded {
-            policy,
-            loaded_at: SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-        });
-        let info = loaded.info(name);
+        let policy =
+            Arc::new(ShaperPolicy::load(&self.host, name, wasm, settings, self.limits).await?);
+        let info = policy.info();
         let _one_at_a_time = self
             .swaps
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut next = HashMap::clone(&self.by_name.load());
-        next.insert(name.to_string(), loaded);
+        next.insert(name.to_string(), policy);
         self.by_name.store(Arc::new(next));
         Ok(info)
     }
@@ -411,14 +404,14 @@ impl Shapers {
     /// Every shaper, by name.
     pub fn list(&self) -> Vec<ShaperInfo> {
         let map = self.by_name.load();
-        let mut out: Vec<ShaperInfo> = map.iter().map(|(n, l)| l.info(n)).collect();
+        let mut out: Vec<ShaperInfo> = map.values().map(|p| p.info()).collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }
 
-    /// One shaper's info.
-    pub fn get(&self, name: &str) -> Option<ShaperInfo> {
-        self.by_name.load().get(name).map(|l| l.info(name))
+    /// The shaper called `name` now. Holding it keeps that version callable after a swap.
+    pub fn get(&self, name: &str) -> Option<Arc<ShaperPolicy>> {
+        self.by_name.load().get(name).cloned()
     }
 
     /// Shapes `event` for `target` with the shaper called `name`. `Ok(None)`: the shaper chose
@@ -429,15 +422,11 @@ impl Shapers {
         event: &ShaperEvent,
         target: &str,
     ) -> Result<Option<ShapedDelivery>, ShapeError> {
-        let loaded = self
-            .by_name
-            .load()
+        let policy = self
             .get(name)
-            .cloned()
             .ok_or_else(|| ShapeError::UnknownShaper(name.to_string()))?;
         check_event(event)?;
-        loaded
-            .policy
+        policy
             .shape(event, target)
             .await
             .map_err(|e| match e {
