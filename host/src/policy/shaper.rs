@@ -36,6 +36,12 @@ pub const MAX_SHAPERS: usize = 64;
 /// The event id of the smoke call every shaper answers at load; guests may recognise it.
 pub const SMOKE_EVENT_ID: &str = "smoke-call";
 
+/// Limits of each shaper call: those of the other policies (5 ms of running time, 32 MiB).
+/// Shapers run off the request path, in the delivery worker.
+pub fn default_limits() -> CallLimits {
+    CallLimits::default()
+}
+
 /// Headers the host owns or that would break or leak the delivery: hop-by-hop headers, the
 /// framing the HTTP client sets, credentials. Plus, by prefix, `webhook-*` (the host signs) and
 /// `content-type` (the delivery's own field).
