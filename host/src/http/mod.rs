@@ -358,6 +358,10 @@ pub fn router(state: AppState) -> Router {
             get(shapers::list).post(shapers::put),
         )
         .route("/v1/admin/webhook-shapers/{name}", get(shapers::get))
+        .route(
+            "/v1/admin/webhook-shapers/{name}/shape",
+            post(shapers::try_shape),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| require(s, &[], req, next),

@@ -1,6 +1,7 @@
 //! The admin API of webhook shapers (`/v1/admin/webhook-shapers`): upload a shaper under a name
 //! (validated — compiled, world-checked, smoke-called — before it replaces anything), list them,
-//! read one. Webhook subscriptions name the shaper their events go through; see
+//! read one, and try one on an event (`…/{name}/shape`: what a target would receive, nothing
+//! sent). Webhook subscriptions name the shaper their events go through; see
 //! docs/POLICIES.md, "Webhook shapers".
 
 use axum::Json;
@@ -16,7 +17,7 @@ use super::admin::{AdminOnly, MAX_UPLOAD_BODY_BYTES, decode_component, settings_
 use super::body::read_json_object_within;
 use super::error::ApiError;
 use crate::policy::PolicyError;
-use crate::policy::shaper::{MAX_SHAPERS, ShaperInfo, WORLD, valid_name};
+use crate::policy::shaper::{MAX_SHAPERS, ShapeError, ShaperEvent, ShaperInfo, WORLD, valid_name};
 use crate::routing::registry::MAX_DOCUMENT_BYTES;
 
 #[derive(Debug, Deserialize)]
@@ -121,4 +122,108 @@ pub async fn get(
                 name.chars().take(64).collect::<String>()
             ))
         })
+}
+
+/// An event in the seed's shape, as webhook receivers of the default shaper see it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TryEvent {
+    #[serde(default = "try_id")]
+    id: String,
+    event: String,
+    #[serde(default = "try_timestamp")]
+    timestamp: String,
+    #[serde(default)]
+    request_id: Option<String>,
+    #[serde(default)]
+    details: serde_json::Value,
+    #[serde(default)]
+    metadata: TryMetadata,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TryMetadata {
+    #[serde(default)]
+    team_id: Option<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+fn try_id() -> String {
+    "evt-try".into()
+}
+
+fn try_timestamp() -> String {
+    crate::journal::format_utc(std::time::SystemTime::now())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Try {
+    event: TryEvent,
+    #[serde(default)]
+    target: String,
+}
+
+/// `POST /v1/admin/webhook-shapers/{name}/shape`: `{event: <seed-shaped event, plus an optional
+/// id>, target?}` → what the shaper makes of it, after the host's checks and filtering:
+/// `{delivered, body, content_type, headers, dropped_headers}` (`delivered: false`: the shaper
+/// skips it). Nothing is sent. A shaper that fails is a 400 `shaper_failed` with the reason —
+/// the event a real delivery would dead-letter.
+pub async fn try_shape(
+    _: AdminOnly,
+    State(app): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+        .await?;
+    let t: Try = serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|e| ApiError::bad_request(format!("Invalid shaper test: {e}.")))?;
+    let event = ShaperEvent {
+        id: t.event.id,
+        kind: t.event.event,
+        timestamp: t.event.timestamp,
+        request_id: t.event.request_id,
+        details_json: t.event.details.to_string(),
+        team_id: t.event.metadata.team_id,
+        user_id: t.event.metadata.user_id,
+    };
+    let shaped = app
+        .0
+        .shapers
+        .shape(&name, &event, &t.target)
+        .await
+        .map_err(|e| match e {
+            ShapeError::UnknownShaper(_) => ApiError::not_found(format!(
+                "No webhook shaper named `{}`.",
+                name.chars().take(64).collect::<String>()
+            )),
+            e => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("The shaper failed; a delivery would go to the dead-letter queue: {e}"),
+            )
+            .with_code("shaper_failed"),
+        })?;
+    Ok(Json(match shaped {
+        None => json!({ "object": "shaped_delivery", "delivered": false }),
+        Some(d) => {
+            let headers: Vec<(&str, String)> = d
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect();
+            json!({
+                "object": "shaped_delivery",
+                "delivered": true,
+                "body": String::from_utf8_lossy(&d.body),
+                "content_type": String::from_utf8_lossy(d.content_type.as_bytes()),
+                "headers": headers,
+                "dropped_headers": d.dropped_headers,
+            })
+        }
+    }))
 }
