@@ -64,12 +64,17 @@ pub async fn put(
     if !shapers.contains(&upload.name) && shapers.list().len() >= MAX_SHAPERS {
         return Err(ApiError::invalid(
             "name",
-            format!("The gateway keeps at most {MAX_SHAPERS} webhook shapers; replace one instead."),
+            format!(
+                "The gateway keeps at most {MAX_SHAPERS} webhook shapers; replace one instead."
+            ),
         )
         .with_code("too_many_shapers"));
     }
     let settings = settings_text(upload.settings)?;
-    if settings.as_ref().is_some_and(|s| s.len() > MAX_DOCUMENT_BYTES) {
+    if settings
+        .as_ref()
+        .is_some_and(|s| s.len() > MAX_DOCUMENT_BYTES)
+    {
         return Err(ApiError::invalid(
             "settings",
             format!("`settings` is larger than {MAX_DOCUMENT_BYTES} bytes."),
@@ -96,7 +101,11 @@ pub async fn put(
             .with_param("component_base64")
             .with_code("invalid_policy"),
         })?;
-    tracing::info!(shaper = loaded.name, sha256 = loaded.sha256, "webhook shaper loaded");
+    tracing::info!(
+        shaper = loaded.name,
+        sha256 = loaded.sha256,
+        "webhook shaper loaded"
+    );
     Ok((StatusCode::CREATED, Json(info(&loaded))).into_response())
 }
 
@@ -214,7 +223,12 @@ pub async fn try_shape(
             let headers: Vec<(&str, String)> = d
                 .headers
                 .iter()
-                .map(|(n, v)| (n.as_str(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .map(|(n, v)| {
+                    (
+                        n.as_str(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
                 .collect();
             json!({
                 "object": "shaped_delivery",

@@ -432,13 +432,10 @@ impl Shapers {
             .get(name)
             .ok_or_else(|| ShapeError::UnknownShaper(name.to_string()))?;
         check_event(event)?;
-        policy
-            .shape(event, target)
-            .await
-            .map_err(|e| match e {
-                PolicyError::BadAnswer { reason, .. } => ShapeError::Invalid(reason),
-                e => ShapeError::Policy(e),
-            })
+        policy.shape(event, target).await.map_err(|e| match e {
+            PolicyError::BadAnswer { reason, .. } => ShapeError::Invalid(reason),
+            e => ShapeError::Policy(e),
+        })
     }
 }
 

@@ -131,9 +131,13 @@ async fn forbidden_headers_are_dropped_and_named() {
 async fn runaway_and_refused_answers_fail_the_event() {
     let s = shapers().await;
     for mode in ["loop", "huge", "bad-header", "skip"] {
-        s.put(mode, wasm(policy_artifacts::BROKEN_SHAPER), Some(mode.into()))
-            .await
-            .unwrap();
+        s.put(
+            mode,
+            wasm(policy_artifacts::BROKEN_SHAPER),
+            Some(mode.into()),
+        )
+        .await
+        .unwrap();
     }
     let e = violation();
     let r = s.shape("loop", &e, "t").await;
@@ -142,9 +146,15 @@ async fn runaway_and_refused_answers_fail_the_event() {
         "{r:?}"
     );
     let r = s.shape("huge", &e, "t").await;
-    assert!(matches!(&r, Err(ShapeError::Invalid(m)) if m.contains("body")), "{r:?}");
+    assert!(
+        matches!(&r, Err(ShapeError::Invalid(m)) if m.contains("body")),
+        "{r:?}"
+    );
     let r = s.shape("bad-header", &e, "t").await;
-    assert!(matches!(&r, Err(ShapeError::Invalid(m)) if m.contains("header name")), "{r:?}");
+    assert!(
+        matches!(&r, Err(ShapeError::Invalid(m)) if m.contains("header name")),
+        "{r:?}"
+    );
     // None: the shaper chose not to deliver; not an error.
     assert!(s.shape("skip", &e, "t").await.unwrap().is_none());
     // The host still serves good calls afterwards.
