@@ -34,7 +34,7 @@ function parseDetails(text) {
 }
 
 const list = (xs) => (Array.isArray(xs) && xs.length > 0 ? xs.join(", ") : "none");
-const money = (v, currency) => (typeof v === "number" ? `${v.toFixed(2)}${currency ? " " + currency : ""}` : "?");
+const money = (v, currency) => `${v.toFixed(2)}${currency ? " " + currency : ""}`;
 const onRequest = (e) => (e.requestId ? ` on ${e.requestId}` : "");
 
 // One line per event kind: [emoji, text after the kind].
@@ -49,8 +49,10 @@ const FORMATS = {
   ],
   "cost.threshold": (e, d) => [
     ":moneybag:",
-    ` — ${d.scope ?? "?"} ${d.scope_id ?? ""} passed ${d.threshold ?? "?"}% of its budget ` +
-      `(${money(d.spend, d.currency)} of ${money(d.budget, d.currency)})`,
+    ` — ${d.scope ?? "?"} ${d.scope_id ?? ""} passed ${d.threshold ?? "?"}% of its budget` +
+      (typeof d.spend === "number" && typeof d.budget === "number"
+        ? ` (${money(d.spend, d.currency)} of ${money(d.budget, d.currency)})`
+        : ""),
   ],
   "model.fallback": (e, d) => [
     ":leftwards_arrow_with_hook:",
