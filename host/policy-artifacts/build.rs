@@ -13,6 +13,8 @@ const TARGET: &str = "wasm32-wasip2";
 const COMPONENTS: &[(&str, &str)] = &[
     ("rules_router", "RULES_ROUTER_WASM"),
     ("pii_guardrail", "PII_GUARDRAIL_WASM"),
+    ("webhook_shaper", "WEBHOOK_SHAPER_WASM"),
+    ("broken_shaper", "BROKEN_SHAPER_WASM"),
     ("hostile", "HOSTILE_WASM"),
     ("wrong_world", "WRONG_WORLD_WASM"),
     ("rust_router", "RUST_ROUTER_EXAMPLE_WASM"),
@@ -32,6 +34,7 @@ fn main() -> Result<(), String> {
         policies.join("Cargo.lock"),
         policies.join("rules-router"),
         policies.join("pii-guardrail"),
+        policies.join("webhook-shaper"),
         policies.join("test-guests"),
         root.join("sdk").join("rust"),
         root.join("examples").join("rust-router"),

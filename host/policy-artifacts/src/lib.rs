@@ -9,6 +9,9 @@ pub static RULES_ROUTER_COMPONENT: &[u8] = include_bytes!(env!("RULES_ROUTER_WAS
 /// The built-in PII guardrail (`policies/pii-guardrail`), embedded.
 pub static PII_GUARDRAIL_COMPONENT: &[u8] = include_bytes!(env!("PII_GUARDRAIL_WASM"));
 
+/// The built-in webhook shaper (`policies/webhook-shaper`: the event as is), embedded.
+pub static WEBHOOK_SHAPER_COMPONENT: &[u8] = include_bytes!(env!("WEBHOOK_SHAPER_WASM"));
+
 /// Path of the built-in rules router (`policies/rules-router`).
 pub const RULES_ROUTER: &str = env!("RULES_ROUTER_WASM");
 /// A router that loops, grows memory, panics, snoops or lies when a request's `mode` label says so.
@@ -17,3 +20,8 @@ pub const HOSTILE: &str = env!("HOSTILE_WASM");
 pub const WRONG_WORLD: &str = env!("WRONG_WORLD_WASM");
 /// The Rust example router (`examples/rust-router`, on `sdk/rust`).
 pub const RUST_ROUTER_EXAMPLE: &str = env!("RUST_ROUTER_EXAMPLE_WASM");
+/// Path of the built-in webhook shaper (`policies/webhook-shaper`).
+pub const WEBHOOK_SHAPER: &str = env!("WEBHOOK_SHAPER_WASM");
+/// A webhook shaper that passes its smoke call, then traps, loops or answers what the host must
+/// filter or refuse, as its settings say (`policies/test-guests/broken-shaper`).
+pub const BROKEN_SHAPER: &str = env!("BROKEN_SHAPER_WASM");

@@ -1,6 +1,7 @@
-//! The admin API: router policy versions (`/v1/admin/policies`), behind [`AdminOnly`]. Uploads are
-//! validated (compile, world check, smoke call) before they can become active; see
-//! docs/POLICIES.md, "Hot swap".
+//! The admin API: router policy versions (`/v1/admin/policies`) and the guardrail
+//! (`/v1/admin/guardrail`), behind [`AdminOnly`], and the upload decoding every policy upload
+//! shares. Uploads are validated (compile, world check, smoke call) before they can become
+//! active; see docs/POLICIES.md, "Hot swap".
 
 use axum::Json;
 use axum::body::Body;
@@ -201,17 +202,7 @@ pub async fn guardrail_swap(
         .as_deref()
         .map(decode_component)
         .transpose()?;
-    let settings = match upload.settings {
-        None => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(v @ serde_json::Value::Object(_)) => Some(v.to_string()),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "settings",
-                "`settings` must be a JSON object or its text.",
-            ));
-        }
-    };
+    let settings = settings_text(upload.settings)?;
     if component.is_none() && settings.is_none() {
         return Err(ApiError::bad_request(
             "Send a `component_base64`, `settings`, or both.",
@@ -228,8 +219,22 @@ pub async fn guardrail_swap(
     Ok(Json(guardrail_info(&loaded)).into_response())
 }
 
-/// An uploaded component: base64, within the size limit.
-fn decode_component(b64: &str) -> Result<Vec<u8>, ApiError> {
+/// An uploaded policy's `settings`: a JSON object, or its text, as the text the policy reads.
+pub(super) fn settings_text(v: Option<serde_json::Value>) -> Result<Option<String>, ApiError> {
+    match v {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s)),
+        Some(v @ serde_json::Value::Object(_)) => Ok(Some(v.to_string())),
+        Some(_) => Err(ApiError::invalid(
+            "settings",
+            "`settings` must be a JSON object or its text.",
+        )),
+    }
+}
+
+/// An uploaded component (`component_base64`): base64, within the size limit. Every policy
+/// upload decodes its component here.
+pub(super) fn decode_component(b64: &str) -> Result<Vec<u8>, ApiError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64.trim())
         .map_err(|e| {

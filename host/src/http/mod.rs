@@ -15,6 +15,7 @@ mod keys;
 mod models;
 mod params;
 pub mod serve;
+mod shapers;
 mod spend;
 mod teams;
 mod usage;
@@ -67,6 +68,8 @@ pub struct Inner {
     pub router: routing::Router,
     /// The guardrail (`[guardrail]`), checked before routing and on answers.
     pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
+    /// The named webhook shapers (the built-in `default` and uploads), for webhook delivery.
+    pub shapers: crate::policy::shaper::Shapers,
     pub upstreams: Upstreams,
     /// Every model's circuit breaker (passive health, `crate::upstream::health`).
     pub health: Health,
@@ -145,10 +148,20 @@ impl AppState {
         )
         .await?;
         let router = routing::Router::from_config(&config).await?;
+        // One policy engine per process: the router's when routing is configured.
+        let policy_host = match router.policy_host() {
+            Some(h) => h,
+            None => crate::policy::PolicyHost::new(crate::policy::HostConfig::default())?,
+        };
         let guardrail = match &config.guardrail {
-            Some(g) => Some(load_guardrail(&router, g).await?),
+            Some(g) => Some(load_guardrail(&policy_host, g).await?),
             None => None,
         };
+        let shapers = crate::policy::shaper::Shapers::new(
+            policy_host,
+            crate::policy::shaper::default_limits(),
+        )
+        .await?;
         let facts = tokio::task::spawn_blocking({
             let config = config.clone();
             move || FactsEngine::new(&config)
@@ -182,6 +195,7 @@ impl AppState {
             facts,
             router,
             guardrail,
+            shapers,
             upstreams,
             health,
             metrics,
@@ -275,18 +289,15 @@ impl AppState {
     }
 }
 
-/// Loads the guardrail on the routing's policy host (one engine per process), or its own when
-/// routing is off: compiled, world-checked and smoke-called before serving.
+/// Loads the guardrail on the process's policy host: compiled, world-checked and smoke-called
+/// before serving.
 async fn load_guardrail(
-    router: &routing::Router,
+    host: &crate::policy::PolicyHost,
     g: &crate::config::GuardrailConfig,
 ) -> anyhow::Result<crate::policy::guardrail::GuardrailSlot> {
+    use crate::policy::CallLimits;
     use crate::policy::guardrail::GuardrailSlot;
-    use crate::policy::{CallLimits, HostConfig, PolicyHost};
-    let host = match router.policy_host() {
-        Some(h) => h,
-        None => PolicyHost::new(HostConfig::default())?,
-    };
+    let host = host.clone();
     let wasm: Arc<[u8]> = match &g.component {
         Some(bytes) => bytes.clone(),
         None => Arc::from(policy_artifacts::PII_GUARDRAIL_COMPONENT),
@@ -379,6 +390,15 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/admin/guardrail",
             get(admin::guardrail_get).post(admin::guardrail_swap),
+        )
+        .route(
+            "/v1/admin/webhook-shapers",
+            get(shapers::list).post(shapers::put),
+        )
+        .route("/v1/admin/webhook-shapers/{name}", get(shapers::get))
+        .route(
+            "/v1/admin/webhook-shapers/{name}/shape",
+            post(shapers::try_shape),
         )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

@@ -34,9 +34,26 @@ pub(crate) mod guardrail_world {
     });
 }
 
+/// The `webhook-policy` world, sharing the router world's `host` binding (its interface uses no
+/// shared types).
+pub(crate) mod webhook_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "webhook-policy",
+        exports: { default: async },
+        with: {
+            "sovereign:policy/host": super::sovereign::policy::host,
+        },
+    });
+}
+
 pub(crate) use guardrail_world::GuardrailPolicyPre;
 pub(crate) use guardrail_world::exports::sovereign::policy::guardrail::{
     Message as WitMessage, Stage as WitStage, Verdict as WitVerdict,
+};
+pub(crate) use webhook_world::WebhookPolicyPre;
+pub(crate) use webhook_world::exports::sovereign::policy::webhook_shaper::{
+    Delivery as WitDelivery, Event as WitEvent,
 };
 
 use self::sovereign::policy::host::Level;

@@ -3,7 +3,8 @@
 //! fresh `Store` with a memory cap and an epoch deadline, so a trap, a runaway loop or a bad answer
 //! becomes a [`PolicyError`] and never takes the gateway down.
 //!
-//! The contract is `wit/policy.wit`, bound once in [`bindings`]. Routers: [`RouterPolicy`].
+//! The contract is `wit/policy.wit`, bound once in [`bindings`]. Routers: [`RouterPolicy`];
+//! guardrails: [`GuardrailPolicy`]; webhook shapers: [`shaper::Shapers`].
 
 mod bindings;
 mod cache;
@@ -12,6 +13,7 @@ pub mod golden;
 pub mod guardrail;
 mod pool;
 mod router;
+pub mod shaper;
 
 use std::path::PathBuf;
 use std::sync::Arc;

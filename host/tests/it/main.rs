@@ -15,6 +15,7 @@ mod gateway;
 mod hot_swap;
 mod journal;
 mod policy;
+mod shaper;
 mod store;
 
 use std::net::SocketAddr;

@@ -209,12 +209,62 @@ pub mod guardrail {
 }
 
 pub mod webhook {
-    //! The `webhook-policy` world: shape an event into one webhook target's body.
-    //! (Defined in the WIT; the gateway does not deliver webhooks yet.)
+    //! The `webhook-policy` world: shape an event into the body one webhook target receives.
+    //! `shape` answers `Some(delivery)` (body, content type, extra headers) or `None` (do not
+    //! deliver this event to this target). The gateway checks the answer, strips hop-by-hop,
+    //! credential and `webhook-*` headers, signs the body and delivers it; a shaper that traps
+    //! sends the event to the dead-letter queue. The built-in one is `policies/webhook-shaper`
+    //! (the seed's JSON shape); `docs/POLICIES.md` has the details.
+    //!
+    //! [`Event`]'s `request_id`, `team_id` and `user_id` are empty strings when absent; `id` is
+    //! stable across delivery attempts (for deduplication); `details_json` is one JSON value.
 
     pub use crate::bindings::webhook::exports::sovereign::policy::webhook_shaper::{
         Delivery, Event, Guest as WebhookShaper,
     };
+
+    impl Delivery {
+        /// A body of `content_type`, without extra headers.
+        pub fn new(body: impl Into<String>, content_type: &str) -> Delivery {
+            Delivery {
+                body: body.into(),
+                content_type: content_type.to_string(),
+                headers: Vec::new(),
+            }
+        }
+
+        /// A JSON body (`application/json`).
+        pub fn json(body: impl Into<String>) -> Delivery {
+            Delivery::new(body, "application/json")
+        }
+
+        /// The same delivery with one more header.
+        pub fn with_header(mut self, name: &str, value: &str) -> Delivery {
+            self.headers.push((name.to_string(), value.to_string()));
+            self
+        }
+    }
+
+    impl Event {
+        /// `request_id`, or `None` when the event has none.
+        pub fn request(&self) -> Option<&str> {
+            non_empty(&self.request_id)
+        }
+
+        /// `team_id`, or `None` when the event has none.
+        pub fn team(&self) -> Option<&str> {
+            non_empty(&self.team_id)
+        }
+
+        /// `user_id`, or `None` when the event has none.
+        pub fn user(&self) -> Option<&str> {
+            non_empty(&self.user_id)
+        }
+    }
+
+    fn non_empty(s: &str) -> Option<&str> {
+        (!s.is_empty()).then_some(s)
+    }
 }
 
 /// Exports a type implementing [`router::Router`] as the component's `router` interface (world
