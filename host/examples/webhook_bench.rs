@@ -5,8 +5,11 @@
 //! another (what one in-order subscription could do at best without durability).
 //!
 //! ```sh
-//! cargo run --release -p sovereign --example webhook_bench -- [events] [subscriptions]
+//! cargo run --release -p sovereign --example webhook_bench -- [events] [subscriptions] [shaper]
 //! ```
+//!
+//! With a third argument (a shaper name, e.g. `default`), every delivery also goes through that
+//! shaper policy in Wasm (the built-in `default` gives the same body).
 
 #![allow(
     clippy::unwrap_used,
@@ -23,6 +26,8 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use sovereign::config::Config;
 use sovereign::events::{Event, Events};
+use sovereign::policy::shaper::{Shapers, default_limits};
+use sovereign::policy::{HostConfig, PolicyHost};
 use sovereign::store::sqlite::SqliteStore;
 use sovereign::store::{Store, SystemClock};
 use sovereign::webhooks::{Channel, Subscribe, Webhooks};
@@ -42,11 +47,12 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let events: usize = args.next().map_or(2_000, |a| a.parse().expect("events"));
     let subs: usize = args.next().map_or(1, |a| a.parse().expect("subscriptions"));
+    let shaper = args.next();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(run(events, subs));
+    rt.block_on(run(events, subs, shaper));
 }
 
 async fn receiver(arrivals: Arrivals) -> String {
@@ -74,7 +80,7 @@ async fn receiver(arrivals: Arrivals) -> String {
     url
 }
 
-async fn run(n: usize, subs: usize) {
+async fn run(n: usize, subs: usize, shaper: Option<String>) {
     let arrivals: Arrivals = Arc::default();
     let url = receiver(arrivals.clone()).await;
 
@@ -110,7 +116,9 @@ async fn run(n: usize, subs: usize) {
     let config = Config::parse(CONFIG).unwrap();
     let channel = Channel::new();
     let events = Events::new(Some(channel.outbox.clone()));
-    let webhooks = Webhooks::start(store, config.webhooks.clone(), clock, channel)
+    let host = PolicyHost::new(HostConfig::default()).unwrap();
+    let shapers = Arc::new(Shapers::new(host, default_limits()).await.unwrap());
+    let webhooks = Webhooks::start(store, config.webhooks.clone(), clock, channel, shapers)
         .await
         .unwrap();
     for _ in 0..subs {
@@ -118,6 +126,7 @@ async fn run(n: usize, subs: usize) {
             .create(Subscribe {
                 url: url.clone(),
                 events: vec!["*".into()],
+                shaper: shaper.clone(),
                 ..Subscribe::default()
             })
             .await
@@ -156,7 +165,10 @@ async fn run(n: usize, subs: usize) {
     latency.sort();
     let rate = want as f64 / elapsed.as_secs_f64();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("events {n}, subscriptions {subs}, deliveries {want}");
+    println!(
+        "events {n}, subscriptions {subs}, deliveries {want}, shaper {}",
+        shaper.as_deref().unwrap_or("none")
+    );
     println!(
         "direct POST, one at a time:  {direct_rate:>8.0} /s   per POST p50 {:.2} ms p99 {:.2} ms",
         ms(pct(&direct, 0.5)),

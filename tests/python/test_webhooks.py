@@ -214,3 +214,92 @@ def test_team_scoped_subscriptions_see_only_their_team(hooked, keys, receiver):
         assert other.received == []
     finally:
         other.close()
+
+
+# Shaping in Wasm: the subscription's shaper formats each delivery; the host signs what it sends.
+
+GUESTS = harness.REPO / "policies" / "target" / "wasm32-wasip2" / "release"
+JS_SHAPER = harness.REPO / "target" / "examples" / "js_shaper.wasm"
+
+
+def upload_shaper(gateway, keys, name, path, settings=None):
+    import base64
+
+    assert path.exists(), f"{path} is missing: scripts/test builds it"
+    body = {"name": name, "component_base64": base64.b64encode(path.read_bytes()).decode()}
+    if settings is not None:
+        body["settings"] = settings
+    with admin(gateway, keys) as a:
+        r = a.post("/v1/admin/webhook-shapers", json=body, timeout=120)
+    assert r.status_code == 201, r.text
+
+
+def test_a_trapping_shaper_dead_letters_and_a_fixed_one_is_redriven(hooked, keys, receiver):
+    upload_shaper(hooked, keys, "ops", GUESTS / "broken_shaper.wasm")  # traps on real events
+    sub = subscribe(hooked, keys, receiver, shaper_policy="ops")
+    [request_id] = chat(hooked, keys)
+    [dead] = harness.wait_for(lambda: deliveries(hooked, keys, sub["id"], state="dead"), what="a dead letter")
+    assert "shaper failed" in dead["last_error"] and dead["attempts"] == 1
+    assert receiver.received == []  # never sent unshaped
+
+    upload_shaper(hooked, keys, "ops", GUESTS / "webhook_shaper.wasm")  # the fixed one
+    with admin(hooked, keys) as a:
+        r = a.post(f"/v1/admin/webhooks/{sub['id']}/deliveries/redrive", json={"seqs": [dead["seq"]]})
+    assert r.json()["redriven"] == 1
+    [got] = harness.wait_for(lambda: receiver.accepted(), what="the re-driven delivery")
+    assert got["signature_ok"] and got["json"]["request_id"] == request_id
+    assert got["json"]["event"] == "request.completed"
+
+
+def test_the_js_shaper_formats_a_slack_message(hooked, keys, receiver):
+    upload_shaper(hooked, keys, "slack", JS_SHAPER)
+    subscribe(hooked, keys, receiver, shaper_policy="slack")
+    [request_id] = chat(hooked, keys)
+    [got] = harness.wait_for(lambda: receiver.accepted(), what="a shaped delivery")
+    assert got["signature_ok"]
+    assert "request.completed" in got["json"]["text"] and "blocks" in got["json"]
+
+
+def test_headers_a_shaper_must_not_set_never_reach_the_receiver(hooked, keys, receiver):
+    upload_shaper(hooked, keys, "hdrs", GUESTS / "broken_shaper.wasm", settings="headers")
+    subscribe(hooked, keys, receiver, shaper_policy="hdrs")
+    chat(hooked, keys)
+    [got] = harness.wait_for(lambda: receiver.accepted(), what="a shaped delivery")
+    h = {k.lower(): v for k, v in got["headers"].items()}
+    assert h["x-team"] == "t1"
+    assert "authorization" not in h and "cookie" not in h
+    assert h["host"].startswith("127.0.0.1") and h.get("connection") != "close"
+    assert got["signature_ok"] and h["webhook-signature"] != "v1,forged"
+
+
+def test_model_fallback_and_guardrail_events_are_delivered(sim, keys, tmp_path, receiver):
+    models = harness.fleet_models(sim.url)
+    for m in models:
+        if m["id"] == "jais-30b-chat":
+            m["fallbacks"] = ["allam-7b-instruct"]
+    extra = "\n[webhooks]\n" + "".join(f"{k} = {harness.toml_value(v)}\n" for k, v in WEBHOOKS.items())
+    extra += '\n[guardrail]\nsettings = \'{"default": "block"}\'\n'
+    gw = harness.start_gateway(harness.gateway_config(models, keys["config"], extra=harness.UNLIMITED + extra),
+                               tmp_path)
+    try:
+        subscribe(gw, keys, receiver, events=["model.fallback", "guardrail.violation"])
+        harness.sim_set(sim, "jais-30b-chat", fail="error500")
+        client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key=keys["member"], max_retries=0)
+        answer = client.chat.completions.create(model="jais-30b-chat", messages=HI)
+        assert answer.model == "allam-7b-instruct"
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(
+                model="jais-30b-chat", messages=[{"role": "user", "content": "mail me at ali@example.com"}])
+        got = harness.wait_for(lambda: len(receiver.accepted()) == 2 and receiver.accepted(), what="2 events")
+        fallback, violation = (g["json"] for g in got)
+        assert fallback["event"] == "model.fallback"
+        assert fallback["details"]["primary"] == "jais-30b-chat"
+        assert fallback["details"]["fallback"] == "allam-7b-instruct"
+        assert fallback["details"]["reason"] == "server_error"
+        assert violation == {**violation, "event": "guardrail.violation"}
+        assert violation["details"] == {"violation_type": "pii_detected", "entities": ["email"],
+                                        "action_taken": "request_blocked"}
+        assert set(violation["metadata"]) == {"team_id", "user_id"}
+    finally:
+        harness.sim_set(sim, "*")
+        gw.kill()

@@ -69,7 +69,7 @@ pub struct Inner {
     /// The guardrail (`[guardrail]`), checked before routing and on answers.
     pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     /// The named webhook shapers (the built-in `default` and uploads), for webhook delivery.
-    pub shapers: crate::policy::shaper::Shapers,
+    pub shapers: Arc<crate::policy::shaper::Shapers>,
     pub upstreams: Upstreams,
     /// Every model's circuit breaker (passive health, `crate::upstream::health`).
     pub health: Health,
@@ -140,13 +140,6 @@ impl AppState {
             config.budgets.clone(),
             parts.clock.clone(),
         ));
-        let webhooks = crate::webhooks::Webhooks::start(
-            store.clone(),
-            config.webhooks.clone(),
-            parts.clock,
-            channel,
-        )
-        .await?;
         let router = routing::Router::from_config(&config).await?;
         // One policy engine per process: the router's when routing is configured.
         let policy_host = match router.policy_host() {
@@ -160,6 +153,15 @@ impl AppState {
         let shapers = crate::policy::shaper::Shapers::new(
             policy_host,
             crate::policy::shaper::default_limits(),
+        )
+        .await?;
+        let shapers = Arc::new(shapers);
+        let webhooks = crate::webhooks::Webhooks::start(
+            store.clone(),
+            config.webhooks.clone(),
+            parts.clock,
+            channel,
+            shapers.clone(),
         )
         .await?;
         let facts = tokio::task::spawn_blocking({

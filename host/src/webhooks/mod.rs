@@ -28,6 +28,7 @@ pub use outbox::Outbox;
 
 use crate::config::WebhooksConfig;
 use crate::events::{Event, Metadata};
+use crate::policy::shaper::Shapers;
 use crate::store::webhooks::{Attempt, Delivery, DeliveryFilter, NewWebhook, Outcome, Webhook};
 use crate::store::{Clock, Store, StoreError, TeamId};
 
@@ -92,6 +93,7 @@ pub(crate) struct Shared {
     stop: watch::Sender<bool>,
     outbox: Outbox,
     recorder: recorder::Recorder,
+    shapers: Arc<Shapers>,
     pub counters: Counters,
 }
 
@@ -134,6 +136,7 @@ impl Webhooks {
         config: WebhooksConfig,
         clock: Arc<dyn Clock>,
         channel: Channel,
+        shapers: Arc<Shapers>,
     ) -> anyhow::Result<Webhooks> {
         let client = reqwest::Client::builder()
             .dns_resolver(destination::GuardedResolver {
@@ -159,6 +162,7 @@ impl Webhooks {
             stop: watch::channel(false).0,
             outbox: channel.outbox,
             recorder: recorder::Recorder::start(store.clone()),
+            shapers,
             counters: Counters::default(),
         });
         for w in store.webhooks().await? {
