@@ -74,6 +74,8 @@ pub fn demo_config(
          \"us_ssn\": \"block\", \"saudi_id\": \"flag\", \"emirates_id\": \"flag\", \
          \"egyptian_id\": \"flag\"}}'\n\n",
     );
+    // Webhook receivers on this machine (a local chat-ops bridge, `nc -l`) are allowed here only.
+    t.push_str("[webhooks]\nallow_loopback = true\n\n");
     for m in demo_fleet() {
         write_model(&mut t, &m, fleet_url);
     }

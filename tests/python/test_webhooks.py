@@ -303,3 +303,21 @@ def test_model_fallback_and_guardrail_events_are_delivered(sim, keys, tmp_path, 
     finally:
         harness.sim_set(sim, "*")
         gw.kill()
+
+
+def test_uploaded_shapers_and_subscriptions_survive_a_restart(sim, keys, tmp_path, receiver):
+    config = webhooks_config(sim, keys)
+    gw = harness.start_gateway(config, tmp_path)
+    upload_shaper(gw, keys, "slack", JS_SHAPER)
+    sub = subscribe(gw, keys, receiver, shaper_policy="slack")
+    assert gw.stop() == 0
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            assert "slack" in [s["name"] for s in a.get("/v1/admin/webhook-shapers").json()["data"]]
+            assert a.get(f"/v1/admin/webhooks/{sub['id']}").json()["shaper_policy"] == "slack"
+        chat(gw, keys)
+        [got] = harness.wait_for(lambda: receiver.accepted(), what="a shaped delivery after the restart")
+        assert got["signature_ok"] and "text" in got["json"]
+    finally:
+        gw.kill()

@@ -154,6 +154,8 @@ impl AppState {
             policy_host,
             crate::policy::shaper::default_limits(),
         )
+        .await?
+        .persisted_in(config.data_dir.join("shapers"))
         .await?;
         let shapers = Arc::new(shapers);
         let webhooks = crate::webhooks::Webhooks::start(

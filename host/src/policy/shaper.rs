@@ -353,6 +353,8 @@ pub struct Shapers {
     by_name: arc_swap::ArcSwap<HashMap<String, Arc<ShaperPolicy>>>,
     /// Writers one at a time (read-copy-update of `by_name`).
     swaps: std::sync::Mutex<()>,
+    /// Where uploaded shapers are kept across restarts (`<data_dir>/shapers`), when set.
+    dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Shapers {
@@ -371,6 +373,7 @@ impl Shapers {
             limits,
             by_name: arc_swap::ArcSwap::from_pointee(HashMap::new()),
             swaps: std::sync::Mutex::new(()),
+            dir: None,
         };
         shapers
             .put(
@@ -382,6 +385,33 @@ impl Shapers {
         Ok(shapers)
     }
 
+    /// Keeps uploaded shapers in `dir` (`<name>.wasm`, `<name>.settings`) from now on, and
+    /// loads the ones kept there by an earlier run — a subscription naming a shaper finds it
+    /// after a restart. One that no longer loads is logged and left out (its deliveries
+    /// dead-letter until it is uploaded again).
+    pub async fn persisted_in(mut self, dir: std::path::PathBuf) -> Result<Shapers, PolicyError> {
+        let stored = {
+            let dir = dir.clone();
+            tokio::task::spawn_blocking(move || read_stored(&dir))
+                .await
+                .map_err(|e| PolicyError::Cancelled(e.to_string()))?
+        };
+        for (name, wasm, settings) in stored {
+            match self.load_and_swap(&name, wasm.into(), settings).await {
+                Ok(info) => tracing::info!(
+                    shaper = name,
+                    sha256 = info.sha256,
+                    "webhook shaper restored"
+                ),
+                Err(e) => {
+                    tracing::error!(shaper = name, error = %e, "a stored webhook shaper no longer loads; left out")
+                }
+            }
+        }
+        self.dir = Some(dir);
+        Ok(self)
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.by_name.load().contains_key(name)
     }
@@ -389,6 +419,28 @@ impl Shapers {
     /// Loads `wasm` fully (compile, world check, smoke call), then makes it the shaper called
     /// `name`, replacing any previous one; calls in flight finish on the previous one.
     pub async fn put(
+        &self,
+        name: &str,
+        wasm: Arc<[u8]>,
+        settings: Option<String>,
+    ) -> Result<ShaperInfo, PolicyError> {
+        let info = self
+            .load_and_swap(name, wasm.clone(), settings.clone())
+            .await?;
+        if let Some(dir) = &self.dir {
+            let (dir, name) = (dir.clone(), name.to_string());
+            let stored = tokio::task::spawn_blocking(move || store(&dir, &name, &wasm, settings))
+                .await
+                .map_err(|e| PolicyError::Cancelled(e.to_string()))?;
+            if let Err(e) = stored {
+                // Loaded and serving; only the next restart would miss it.
+                tracing::error!(shaper = info.name, error = %e, "webhook shaper loaded but not saved; upload it again after a restart");
+            }
+        }
+        Ok(info)
+    }
+
+    async fn load_and_swap(
         &self,
         name: &str,
         wasm: Arc<[u8]>,
@@ -437,6 +489,60 @@ impl Shapers {
             e => ShapeError::Policy(e),
         })
     }
+}
+
+/// The shapers kept in `dir`: (name, component, settings), by name.
+fn read_stored(dir: &std::path::Path) -> Vec<(String, Vec<u8>, Option<String>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".wasm"))
+            .filter(|n| valid_name(n))
+        else {
+            continue;
+        };
+        match std::fs::read(&path) {
+            Ok(wasm) => {
+                let settings = std::fs::read_to_string(dir.join(format!("{name}.settings"))).ok();
+                out.push((name.to_string(), wasm, settings));
+            }
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "reading a stored webhook shaper failed")
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Keeps one shaper in `dir`, each file written whole (temporary file, then rename).
+fn store(
+    dir: &std::path::Path,
+    name: &str,
+    wasm: &[u8],
+    settings: Option<String>,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let write = |file: String, bytes: &[u8]| -> std::io::Result<()> {
+        let tmp = dir.join(format!("{file}.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::File::open(&tmp)?.sync_all()?;
+        std::fs::rename(&tmp, dir.join(file))
+    };
+    match settings {
+        Some(s) => write(format!("{name}.settings"), s.as_bytes())?,
+        None => match std::fs::remove_file(dir.join(format!("{name}.settings"))) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        },
+    }
+    write(format!("{name}.wasm"), wasm)
 }
 
 /// Whether `name` is a valid shaper name: `[a-z0-9][a-z0-9_-]{0,62}`.
