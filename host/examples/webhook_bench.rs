@@ -5,8 +5,11 @@
 //! another (what one in-order subscription could do at best without durability).
 //!
 //! ```sh
-//! cargo run --release -p sovereign --example webhook_bench -- [events] [subscriptions] [shaper]
+//! cargo run --release -p sovereign --example webhook_bench -- [events] [subscriptions] [shaper|none] [per_second]
 //! ```
+//!
+//! Events are emitted all at once (a burst: throughput), or at `per_second` (latency without a
+//! backlog).
 //!
 //! With a third argument (a shaper name, e.g. `default`), every delivery also goes through that
 //! shaper policy in Wasm (the built-in `default` gives the same body).
@@ -47,12 +50,13 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let events: usize = args.next().map_or(2_000, |a| a.parse().expect("events"));
     let subs: usize = args.next().map_or(1, |a| a.parse().expect("subscriptions"));
-    let shaper = args.next();
+    let shaper = args.next().filter(|s| s != "none");
+    let pace: u64 = args.next().map_or(0, |a| a.parse().expect("per_second"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(run(events, subs, shaper));
+    rt.block_on(run(events, subs, shaper, pace));
 }
 
 async fn receiver(arrivals: Arrivals) -> String {
@@ -80,7 +84,7 @@ async fn receiver(arrivals: Arrivals) -> String {
     url
 }
 
-async fn run(n: usize, subs: usize, shaper: Option<String>) {
+async fn run(n: usize, subs: usize, shaper: Option<String>, pace: u64) {
     let arrivals: Arrivals = Arc::default();
     let url = receiver(arrivals.clone()).await;
 
@@ -134,7 +138,11 @@ async fn run(n: usize, subs: usize, shaper: Option<String>) {
     }
     let mut emitted = HashMap::with_capacity(n);
     let t = Instant::now();
+    let gap = (pace > 0).then(|| Duration::from_secs_f64(1.0 / pace as f64));
     for i in 0..n {
+        if let Some(gap) = gap {
+            tokio::time::sleep_until((t + gap * i as u32).into()).await;
+        }
         let mut made = None;
         events.emit(|| {
             let e = sample(&format!("req-{i}"));
@@ -166,8 +174,13 @@ async fn run(n: usize, subs: usize, shaper: Option<String>) {
     let rate = want as f64 / elapsed.as_secs_f64();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "events {n}, subscriptions {subs}, deliveries {want}, shaper {}",
-        shaper.as_deref().unwrap_or("none")
+        "events {n}, subscriptions {subs}, deliveries {want}, shaper {}, emitted {}",
+        shaper.as_deref().unwrap_or("none"),
+        if pace > 0 {
+            format!("at {pace}/s")
+        } else {
+            "at once".into()
+        }
     );
     println!(
         "direct POST, one at a time:  {direct_rate:>8.0} /s   per POST p50 {:.2} ms p99 {:.2} ms",
@@ -179,10 +192,18 @@ async fn run(n: usize, subs: usize, shaper: Option<String>) {
         ms(pct(&latency, 0.5)),
         ms(pct(&latency, 0.99))
     );
-    println!(
-        "ratio (gateway / direct): {:.2}x throughput",
-        rate / direct_rate
-    );
+    if pace == 0 {
+        println!(
+            "ratio (gateway / direct): {:.2}x throughput",
+            rate / direct_rate
+        );
+    } else {
+        println!(
+            "added over a direct POST: p50 +{:.2} ms, p99 +{:.2} ms",
+            ms(pct(&latency, 0.5)) - ms(pct(&direct, 0.5)),
+            ms(pct(&latency, 0.99)) - ms(pct(&direct, 0.99))
+        );
+    }
     webhooks.shut_down().await;
 }
 
