@@ -122,9 +122,16 @@ async fn run(n: usize, subs: usize, shaper: Option<String>, pace: u64) {
     let events = Events::new(Some(channel.outbox.clone()));
     let host = PolicyHost::new(HostConfig::default()).unwrap();
     let shapers = Arc::new(Shapers::new(host, default_limits()).await.unwrap());
-    let webhooks = Webhooks::start(store, config.webhooks.clone(), clock, channel, shapers)
-        .await
-        .unwrap();
+    let webhooks = Webhooks::start(
+        store,
+        config.webhooks.clone(),
+        clock,
+        channel,
+        shapers,
+        Arc::default(),
+    )
+    .await
+    .unwrap();
     for _ in 0..subs {
         webhooks
             .create(Subscribe {

@@ -1,6 +1,7 @@
 //! Process counters, rendered in the Prometheus text format at `GET /metrics`. They count what an
 //! operator (and the leak tests) need to see: requests by outcome, requests and upstream streams
-//! in flight, streams abandoned by their clients, journal entries and failed appends.
+//! in flight, streams abandoned by their clients, journal entries and failed appends, fallbacks
+//! and breakers, webhook deliveries by outcome.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,11 +23,15 @@ pub struct Metrics {
     pub fallbacks_total: AtomicU64,
     pub breakers_open: AtomicU64,
     pub breaker_trips_total: AtomicU64,
+    pub webhook_delivered_total: AtomicU64,
+    pub webhook_failed_attempts_total: AtomicU64,
+    pub webhook_dead_total: AtomicU64,
+    pub webhook_skipped_total: AtomicU64,
 }
 
 impl Metrics {
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, &AtomicU64); 15] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 19] = [
             (
                 "sovereign_rate_limited_total",
                 "counter",
@@ -116,6 +121,30 @@ impl Metrics {
                 "counter",
                 "Times a model's circuit breaker opened (repeated failures, or a failed probe)",
                 &self.breaker_trips_total,
+            ),
+            (
+                "sovereign_webhook_delivered_total",
+                "counter",
+                "Webhook deliveries accepted (2xx) by their receiver",
+                &self.webhook_delivered_total,
+            ),
+            (
+                "sovereign_webhook_failed_attempts_total",
+                "counter",
+                "Webhook attempts that failed and will be retried",
+                &self.webhook_failed_attempts_total,
+            ),
+            (
+                "sovereign_webhook_dead_total",
+                "counter",
+                "Webhook deliveries sent to the dead-letter queue",
+                &self.webhook_dead_total,
+            ),
+            (
+                "sovereign_webhook_skipped_total",
+                "counter",
+                "Webhook deliveries a shaper chose not to send",
+                &self.webhook_skipped_total,
             ),
         ];
         let mut out = String::new();

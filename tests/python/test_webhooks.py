@@ -91,6 +91,8 @@ def test_a_signed_delivery_is_retried_until_accepted_exactly_once(hooked, keys, 
     assert body["details"]["tokens"]["total"] > 0 and body["details"]["latency_ms"] >= 0
     assert body["metadata"] == {"team_id": "t1", "user_id": body["metadata"]["user_id"]}
     assert accepted["headers"]["content-type"] == "application/json"
+    m = harness.metrics(hooked)
+    assert m["sovereign_webhook_delivered_total"] == 1 and m["sovereign_webhook_failed_attempts_total"] == 2
 
 
 def test_events_arrive_in_order_per_subscription_despite_failures(hooked, keys, receiver):

@@ -158,12 +158,14 @@ impl AppState {
         .persisted_in(config.data_dir.join("shapers"))
         .await?;
         let shapers = Arc::new(shapers);
+        let metrics = Arc::new(Metrics::default());
         let webhooks = crate::webhooks::Webhooks::start(
             store.clone(),
             config.webhooks.clone(),
             parts.clock,
             channel,
             shapers.clone(),
+            metrics.clone(),
         )
         .await?;
         let facts = tokio::task::spawn_blocking({
@@ -172,7 +174,6 @@ impl AppState {
         })
         .await??;
         let upstreams = Upstreams::new(&config.models)?;
-        let metrics = Arc::new(Metrics::default());
         let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let (journal, retention) = match &config.journal {

@@ -18,7 +18,7 @@ mod shape;
 pub mod sign;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::{Notify, Semaphore, watch};
@@ -28,6 +28,7 @@ pub use outbox::Outbox;
 
 use crate::config::WebhooksConfig;
 use crate::events::{Event, Metadata};
+use crate::metrics::Metrics;
 use crate::policy::shaper::Shapers;
 use crate::store::webhooks::{Attempt, Delivery, DeliveryFilter, NewWebhook, Outcome, Webhook};
 use crate::store::{Clock, Store, StoreError, TeamId};
@@ -68,15 +69,6 @@ pub struct Subscribe {
     pub description: Option<String>,
 }
 
-/// Delivery counters since start (`/metrics`).
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub delivered: AtomicU64,
-    pub failed_attempts: AtomicU64,
-    pub dead: AtomicU64,
-    pub skipped: AtomicU64,
-}
-
 /// The webhook service: subscriptions, the outbox writer and the delivery workers.
 #[derive(Clone)]
 pub struct Webhooks {
@@ -94,7 +86,7 @@ pub(crate) struct Shared {
     outbox: Outbox,
     recorder: recorder::Recorder,
     shapers: Arc<Shapers>,
-    pub counters: Counters,
+    metrics: Arc<Metrics>,
 }
 
 pub(crate) struct Sub {
@@ -137,6 +129,7 @@ impl Webhooks {
         clock: Arc<dyn Clock>,
         channel: Channel,
         shapers: Arc<Shapers>,
+        metrics: Arc<Metrics>,
     ) -> anyhow::Result<Webhooks> {
         let client = reqwest::Client::builder()
             .dns_resolver(destination::GuardedResolver {
@@ -163,7 +156,7 @@ impl Webhooks {
             outbox: channel.outbox,
             recorder: recorder::Recorder::start(store.clone()),
             shapers,
-            counters: Counters::default(),
+            metrics,
         });
         for w in store.webhooks().await? {
             if let Err(e) = shared.add(w.clone()) {
@@ -305,10 +298,6 @@ impl Webhooks {
         Ok(n)
     }
 
-    pub fn counters(&self) -> &Counters {
-        &self.shared.counters
-    }
-
     /// Persists what was emitted so far, then stops the workers (an attempt under way is
     /// abandoned: its delivery stays pending and goes out at the next start).
     pub async fn shut_down(&self) {
@@ -374,14 +363,13 @@ impl Shared {
     }
 
     fn note(&self, outcome: Outcome, attempt: &Attempt) {
-        let c = &self.counters;
-        let counter = match outcome {
-            Outcome::Delivered => &c.delivered,
-            Outcome::Retry { .. } => &c.failed_attempts,
-            Outcome::Dead => &c.dead,
-            Outcome::Skipped => &c.skipped,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let m = &self.metrics;
+        Metrics::inc(match outcome {
+            Outcome::Delivered => &m.webhook_delivered_total,
+            Outcome::Retry { .. } => &m.webhook_failed_attempts_total,
+            Outcome::Dead => &m.webhook_dead_total,
+            Outcome::Skipped => &m.webhook_skipped_total,
+        });
         tracing::debug!(?outcome, status = ?attempt.status, error = ?attempt.error, ms = attempt.duration_ms, "webhook attempt");
     }
 }
