@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
+use super::context::{Cue, Cues};
 use super::digits::{Run, luhn_valid};
 
 /// Saudi national id (starts with 1) or iqama (resident id, starts with 2): 10 digits, the last a
@@ -94,7 +94,7 @@ pub fn is_ssn(digits: &str) -> bool {
 }
 
 /// Finds ids in one numeric run of normalised `text`.
-pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<usize>)>) {
+pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<usize>)>) {
     use super::EntityKind as K;
     if run.next_byte().is_some_and(|b| b.is_ascii_alphanumeric()) || run.plus || run.paren {
         return;
@@ -119,7 +119,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<u
         }
         let digits = run.digits(w.clone());
         let span = run.span(w);
-        let cue = || nearest_cue(text, span.clone());
+        let cue = || cues.nearest(span.clone());
         if is_emirates_id(&digits) && cue() != Some(Cue::Other) {
             out.push((K::EmiratesId, span));
         } else if is_egyptian_id(&digits) && cue() != Some(Cue::Other) {
@@ -145,7 +145,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<u
         let span = run.span(all);
         let dashed = seps.iter().all(|s| *s == b"-");
         let other = seps.iter().all(|s| *s == b" " || *s == b".")
-            && nearest_cue(text, span.clone()) == Some(Cue::Ssn);
+            && cues.nearest(span.clone()) == Some(Cue::Ssn);
         if (dashed || other) && is_ssn(&digits) {
             out.push((K::UsSsn, span));
         }

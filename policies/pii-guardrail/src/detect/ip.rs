@@ -5,10 +5,11 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
+use super::context::{Cue, Cues};
 
 /// Addresses starting in `region` of `text`.
-pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
+pub fn find(cues: &Cues<'_>, region: Range<usize>, out: &mut Vec<Range<usize>>) {
+    let text = cues.text();
     let b = text.as_bytes();
     let mut i = region.start;
     while i < region.end.min(b.len()) {
@@ -32,7 +33,7 @@ pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
         let followed_by_word = b.get(end).is_some_and(|x| x.is_ascii_alphanumeric());
         let token = &text[i..trimmed];
         // A dotted quad after "version", "build", "الإصدار"… is a version number.
-        let version = || nearest_cue(text, i..trimmed) == Some(Cue::Other);
+        let version = || cues.nearest(i..trimmed) == Some(Cue::Other);
         if !followed_by_word && ((is_ipv4(token) && !version()) || is_ipv6(token)) {
             out.push(i..trimmed);
         } else if let Some((address, port)) = token.rsplit_once(':')
@@ -70,7 +71,7 @@ mod tests {
 
     fn ips(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, 0..text.len(), &mut out);
+        find(&Cues::new(text), 0..text.len(), &mut out);
         out.into_iter().map(|r| &text[r]).collect()
     }
 

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
+use super::context::{Cue, Cues};
 use super::digits::Run;
 
 /// National significant number lengths after the country code (trunk `0` removed), from the ITU
@@ -35,7 +35,7 @@ const COUNTRIES: &[(&str, Range<usize>)] = &[
 /// bytes, a `+`, and an extension (`ext. ` + 6 digits).
 pub const MAX_PRINTED: usize = 15 + 11 * 3 + 1 + 11;
 
-pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
+pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     if run.in_code {
         return;
     }
@@ -44,7 +44,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     while i < n {
         let found = (i + 1..=n)
             .rev()
-            .find_map(|j| check(text, run, i..j).map(|span| (j, span)));
+            .find_map(|j| check(cues, run, i..j).map(|span| (j, span)));
         match found {
             Some((j, span)) => {
                 out.push(span);
@@ -55,7 +55,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     }
 }
 
-fn check(text: &str, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
+fn check(cues: &Cues<'_>, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
     if !run.window_stands_alone(&w) {
         return None;
     }
@@ -80,7 +80,7 @@ fn check(text: &str, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
         return None;
     }
     let mut span = run.span(w.clone());
-    let bytes = text.as_bytes();
+    let bytes = cues.text().as_bytes();
     if at_end {
         match bytes.get(span.end) {
             Some(b':') if bytes.get(span.end + 1).is_some_and(u8::is_ascii_digit) => return None,
@@ -88,7 +88,7 @@ fn check(text: &str, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
             _ => {}
         }
     }
-    let cue = || nearest_cue(text, span.clone());
+    let cue = || cues.nearest(span.clone());
     let count = digits.len();
     // 1. International.
     if plus {
@@ -207,8 +207,9 @@ mod tests {
 
     fn phones(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
+        let cues = Cues::new(text);
         for r in runs(text, 0..text.len()) {
-            find(text, &r, &mut out);
+            find(&cues, &r, &mut out);
         }
         out.into_iter().map(|r| &text[r]).collect()
     }
