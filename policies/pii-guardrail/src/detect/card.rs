@@ -101,7 +101,7 @@ pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
             separated_ok
                 && run.window_stands_alone(&w)
                 && !(i == 0 && (run.plus || run.paren))
-                && is_card_in_context(cues, &digits, run.span(w.clone()))
+                && is_card_in_context(cues, digits, run.span(w.clone()))
         });
         match found {
             Some(j) => {

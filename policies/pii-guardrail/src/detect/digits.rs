@@ -2,10 +2,11 @@
 //! (`050 123 4567`, `4111-1111-1111-1111`, `+46 (0)8 928 571 38`, `03.93.92.16.85`), the shared
 //! raw material of the card, phone and id detectors, plus the Luhn check several of them use.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 
 /// Most groups and digits one run collects; longer runs are cut (no entity is that long).
-const MAX_GROUPS: usize = 12;
+pub const MAX_GROUPS: usize = 12;
 const MAX_DIGITS: usize = 40;
 
 /// Separators allowed between two digit groups (parentheses belong to phone numbers).
@@ -17,6 +18,13 @@ pub struct Run<'t> {
     text: &'t [u8],
     /// Byte ranges of the digit groups.
     pub groups: Vec<Range<usize>>,
+    /// The digits of every group, concatenated on the first [`Run::digits`], so a window's
+    /// digits are a slice of them.
+    all_digits: OnceCell<String>,
+    /// Group `k`'s digits are `all_digits[offsets[k]..offsets[k + 1]]`.
+    offsets: [usize; MAX_GROUPS + 1],
+    /// Group `k` has `lengths[k]` digits (the first `groups.len()` entries).
+    lengths: [usize; MAX_GROUPS],
     /// The run starts with `+` (international phone number).
     pub plus: bool,
     /// The run starts with `(` (an area code in parentheses).
@@ -27,13 +35,21 @@ pub struct Run<'t> {
 }
 
 impl<'t> Run<'t> {
-    /// The digits of groups `groups` concatenated.
-    pub fn digits(&self, groups: Range<usize>) -> String {
-        let mut out = String::new();
-        for g in self.groups.get(groups).unwrap_or(&[]) {
-            out.extend(self.text[g.clone()].iter().map(|&b| char::from(b)));
-        }
-        out
+    /// The digits of groups `groups` concatenated (empty for groups the run does not have).
+    pub fn digits(&self, groups: Range<usize>) -> &str {
+        let all = self.all_digits.get_or_init(|| {
+            let mut all = String::with_capacity(self.offsets[self.groups.len()]);
+            for g in &self.groups {
+                all.extend(self.text[g.clone()].iter().map(|&c| char::from(c)));
+            }
+            all
+        });
+        self.offsets
+            .get(groups.start)
+            .zip(self.offsets.get(groups.end))
+            .filter(|_| groups.end <= self.groups.len())
+            .and_then(|(&from, &to)| all.get(from..to))
+            .unwrap_or("")
     }
 
     /// The separator bytes between group `k` and group `k + 1`.
@@ -80,14 +96,11 @@ impl<'t> Run<'t> {
         (groups.start..groups.end.saturating_sub(1)).map(|k| self.separator(k))
     }
 
-    /// Group lengths of `groups`.
-    pub fn lengths(&self, groups: &Range<usize>) -> Vec<usize> {
-        self.groups
+    /// Group lengths of `groups` (empty for groups the run does not have).
+    pub fn lengths(&self, groups: &Range<usize>) -> &[usize] {
+        self.lengths[..self.groups.len()]
             .get(groups.clone())
             .unwrap_or(&[])
-            .iter()
-            .map(|g| g.len())
-            .collect()
     }
 }
 
@@ -143,9 +156,18 @@ pub fn runs(text: &str, region: Range<usize>) -> Vec<Run<'_>> {
         while resume < b.len() && b[resume].is_ascii_digit() {
             resume += 1;
         }
+        let mut lengths = [0; MAX_GROUPS];
+        let mut offsets = [0; MAX_GROUPS + 1];
+        for (k, g) in groups.iter().enumerate().take(MAX_GROUPS) {
+            lengths[k] = g.len();
+            offsets[k + 1] = offsets[k] + g.len();
+        }
         out.push(Run {
             text: b,
             groups,
+            all_digits: OnceCell::new(),
+            offsets,
+            lengths,
             plus,
             paren,
             in_code,
@@ -191,7 +213,11 @@ mod tests {
         assert_eq!(rs.len(), 1);
         let r = &rs[0];
         assert!(r.plus);
-        assert_eq!(r.digits(0..r.groups.len()), "46089285713".to_string() + "8");
+        assert_eq!(r.digits(0..r.groups.len()), "460892857138");
+        assert_eq!(r.digits(2..4), "8928");
+        assert_eq!(r.lengths(&(2..4)), [1, 3]);
+        assert_eq!(r.digits(3..9), "");
+        assert_eq!(r.lengths(&(3..9)), [0usize; 0]);
         assert_eq!(r.separator(0), b" (");
         assert_eq!(
             &"call +46 (0)8 928 571 38 now"[r.span(0..r.groups.len())],

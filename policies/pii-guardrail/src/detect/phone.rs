@@ -14,10 +14,12 @@
 //! code (`INV-2024-…`), and a nearby "order"/"invoice"/"id" word vetoes rules 2–3. An extension
 //! (`x4587`, `ext. 12`) belongs to the number.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::ops::Range;
 
 use super::context::{Cue, Cues};
-use super::digits::Run;
+use super::digits::{MAX_GROUPS, Run};
 
 /// National significant number lengths after the country code (trunk `0` removed), from the ITU
 /// national numbering plans of each country.
@@ -61,7 +63,13 @@ fn check(cues: &Cues<'_>, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>
     }
     let at_end = w.end == run.groups.len();
     let lengths = run.lengths(&w);
-    let seps: Vec<&[u8]> = run.separators(&w).collect();
+    let mut seps_buf: [&[u8]; MAX_GROUPS] = [b""; MAX_GROUPS];
+    let mut n_seps = 0;
+    for (slot, sep) in seps_buf.iter_mut().zip(run.separators(&w)) {
+        *slot = sep;
+        n_seps += 1;
+    }
+    let seps = &seps_buf[..n_seps];
     let plus = w.start == 0 && run.plus;
     let paren = w.start == 0 && run.paren;
     // A trunk `(0)` after the country code does not count.
@@ -71,11 +79,14 @@ fn check(cues: &Cues<'_>, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>
             && seps.get(k).is_some_and(|s| s.starts_with(b")"))
             && run.digits(w.start + k..w.start + k + 1) == "0"
     });
-    let mut digits = run.digits(w.clone());
-    if let Some(k) = trunk {
-        let offset: usize = lengths[..k].iter().sum();
-        digits.remove(offset);
-    }
+    let digits = match trunk {
+        Some(k) => {
+            let mut digits = run.digits(w.clone()).to_string();
+            digits.remove(lengths[..k].iter().sum());
+            Cow::Owned(digits)
+        }
+        None => Cow::Borrowed(run.digits(w.clone())),
+    };
     if has_date(run, &w) {
         return None;
     }
@@ -88,7 +99,9 @@ fn check(cues: &Cues<'_>, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>
             _ => {}
         }
     }
-    let cue = || cues.nearest(span.clone());
+    // Asked up to three times below, answered once.
+    let nearest = OnceCell::new();
+    let cue = || *nearest.get_or_init(|| cues.nearest(span.clone()));
     let count = digits.len();
     // 1. International.
     if plus {
