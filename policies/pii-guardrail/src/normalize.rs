@@ -85,6 +85,18 @@ fn may_change(lead: u8, next: u8) -> bool {
     }
 }
 
+/// The lead bytes [`may_change`] can accept: the scan skips every other byte (ASCII, the lead
+/// bytes of other letters, continuation bytes) in a tight loop.
+const LEADS: [bool; 256] = {
+    let mut leads = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        leads[b] = matches!(b, 0xC2 | 0xD8 | 0xD9 | 0xDB | 0xE2 | 0xE3 | 0xEF);
+        b += 1;
+    }
+    leads
+};
+
 impl Normalized {
     /// Normalises `original`. Texts longer than `u32::MAX` bytes are not expected here (the host
     /// caps messages far below that); offsets saturate rather than wrap.
@@ -98,7 +110,11 @@ impl Normalized {
         }];
         let mut copied = 0; // original bytes before this are in `text` or dropped
         let mut at = 0;
-        while at < bytes.len() {
+        while let Some(skip) = bytes
+            .get(at..)
+            .and_then(|rest| rest.iter().position(|&b| LEADS[usize::from(b)]))
+        {
+            at += skip;
             let lead = bytes[at];
             if !may_change(lead, bytes.get(at + 1).copied().unwrap_or(0)) {
                 at += 1;
