@@ -91,7 +91,7 @@ pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     if run.next_byte().is_some_and(|b| b.is_ascii_alphanumeric()) {
         return;
     }
-    let n = run.groups.len();
+    let n = run.groups().len();
     let mut i = 0;
     while i < n {
         let found = (i + 1..=n).rev().find(|&j| {

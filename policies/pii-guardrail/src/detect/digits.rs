@@ -16,8 +16,10 @@ const SEPARATORS: [&[u8]; 9] = [b" ", b"-", b".", b" - ", b"(", b")", b" (", b")
 #[derive(Debug, Clone)]
 pub struct Run<'t> {
     text: &'t [u8],
-    /// Byte ranges of the digit groups.
-    pub groups: Vec<Range<usize>>,
+    /// Byte ranges of the digit groups: the first `count` (a run is scanned on the stack; no
+    /// allocation per run).
+    group_buf: [Range<usize>; MAX_GROUPS],
+    count: usize,
     /// The digits of every group, concatenated on the first [`Run::digits`], so a window's
     /// digits are a slice of them.
     all_digits: OnceCell<String>,
@@ -35,11 +37,16 @@ pub struct Run<'t> {
 }
 
 impl<'t> Run<'t> {
+    /// Byte ranges of the digit groups.
+    pub fn groups(&self) -> &[Range<usize>] {
+        self.group_buf.get(..self.count).unwrap_or(&[])
+    }
+
     /// The digits of groups `groups` concatenated (empty for groups the run does not have).
     pub fn digits(&self, groups: Range<usize>) -> &str {
         let all = self.all_digits.get_or_init(|| {
-            let mut all = String::with_capacity(self.offsets[self.groups.len()]);
-            for g in &self.groups {
+            let mut all = String::with_capacity(self.offsets[self.groups().len()]);
+            for g in self.groups() {
                 all.extend(self.text[g.clone()].iter().map(|&c| char::from(c)));
             }
             all
@@ -47,14 +54,14 @@ impl<'t> Run<'t> {
         self.offsets
             .get(groups.start)
             .zip(self.offsets.get(groups.end))
-            .filter(|_| groups.end <= self.groups.len())
+            .filter(|_| groups.end <= self.groups().len())
             .and_then(|(&from, &to)| all.get(from..to))
             .unwrap_or("")
     }
 
     /// The separator bytes between group `k` and group `k + 1`.
     pub fn separator(&self, k: usize) -> &'t [u8] {
-        match (self.groups.get(k), self.groups.get(k + 1)) {
+        match (self.groups().get(k), self.groups().get(k + 1)) {
             (Some(a), Some(b)) => &self.text[a.end..b.start],
             _ => b"",
         }
@@ -62,11 +69,11 @@ impl<'t> Run<'t> {
 
     /// The byte span of groups `groups` (including a leading `+` or `(` for the first group).
     pub fn span(&self, groups: Range<usize>) -> Range<usize> {
-        let first = self.groups.get(groups.start).map_or(0, |g| g.start);
+        let first = self.groups().get(groups.start).map_or(0, |g| g.start);
         let last = groups
             .end
             .checked_sub(1)
-            .and_then(|i| self.groups.get(i))
+            .and_then(|i| self.groups().get(i))
             .map_or(first, |g| g.end);
         let start = if groups.start == 0 && (self.plus || self.paren) {
             first - 1
@@ -78,7 +85,7 @@ impl<'t> Run<'t> {
 
     /// The byte right after the run, if any.
     pub fn next_byte(&self) -> Option<u8> {
-        self.groups
+        self.groups()
             .last()
             .and_then(|g| self.text.get(g.end).copied())
     }
@@ -87,7 +94,7 @@ impl<'t> Run<'t> {
     /// the neighbouring group (so `a-b` is never split but `a b` may be two numbers).
     pub fn window_stands_alone(&self, groups: &Range<usize>) -> bool {
         let left = groups.start == 0 || self.separator(groups.start - 1) == b" ";
-        let right = groups.end == self.groups.len() || self.separator(groups.end - 1) == b" ";
+        let right = groups.end == self.groups().len() || self.separator(groups.end - 1) == b" ";
         left && right
     }
 
@@ -98,83 +105,98 @@ impl<'t> Run<'t> {
 
     /// Group lengths of `groups` (empty for groups the run does not have).
     pub fn lengths(&self, groups: &Range<usize>) -> &[usize] {
-        self.lengths[..self.groups.len()]
+        self.lengths[..self.groups().len()]
             .get(groups.clone())
             .unwrap_or(&[])
     }
 }
 
+/// The length of the separator at `at` of `b` that a digit follows, if any. At most one can: of
+/// two separators that both match, one is a prefix of the other, and the longer one's next byte
+/// is no digit.
+fn separator_at(b: &[u8], at: usize) -> Option<usize> {
+    if !matches!(b.get(at), Some(b' ' | b'-' | b'.' | b'(' | b')')) {
+        return None;
+    }
+    SEPARATORS
+        .iter()
+        .find(|sep| {
+            sep.iter()
+                .enumerate()
+                .all(|(k, &c)| b.get(at + k) == Some(&c))
+                && b.get(at + sep.len()).is_some_and(u8::is_ascii_digit)
+        })
+        .map(|sep| sep.len())
+}
+
 /// Finds every numeric run starting in `region` of `text`. A run starts at a digit that does not follow a letter or a
 /// digit and ends at a digit; a run that runs into a letter (`12ab`) is still reported, the
 /// detectors check [`Run::next_byte`].
-pub fn runs(text: &str, region: Range<usize>) -> Vec<Run<'_>> {
+pub fn runs(text: &str, region: Range<usize>) -> impl Iterator<Item = Run<'_>> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
     let mut i = region.start;
-    while i < region.end.min(b.len()) {
-        if !b[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let prev = i.checked_sub(1).map(|p| b[p]);
-        if prev.is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_') {
-            // Part of a word or an identifier: skip its digits.
-            while i < b.len() && b[i].is_ascii_digit() {
+    std::iter::from_fn(move || {
+        while i < region.end.min(b.len()) {
+            if !b[i].is_ascii_digit() {
                 i += 1;
+                continue;
             }
-            continue;
-        }
-        let before = |k: usize| i.checked_sub(k).map(|p| b[p]);
-        let plus = prev == Some(b'+') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
-        let paren = prev == Some(b'(') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
-        let in_code = prev == Some(b'#')
-            || (matches!(prev, Some(b'-' | b'_' | b'/'))
-                && before(2).is_some_and(|p| p.is_ascii_alphanumeric()));
-        let mut groups = Vec::new();
-        let mut digits = 0;
-        let mut at = i;
-        loop {
-            let start = at;
-            while at < b.len() && b[at].is_ascii_digit() {
-                at += 1;
+            let prev = i.checked_sub(1).map(|p| b[p]);
+            if prev.is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_') {
+                // Part of a word or an identifier: skip its digits.
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                continue;
             }
-            digits += at - start;
-            groups.push(start..at);
-            if groups.len() >= MAX_GROUPS || digits >= MAX_DIGITS {
-                break;
+            let before = |k: usize| i.checked_sub(k).map(|p| b[p]);
+            let plus = prev == Some(b'+') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
+            let paren = prev == Some(b'(') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
+            let in_code = prev == Some(b'#')
+                || (matches!(prev, Some(b'-' | b'_' | b'/'))
+                    && before(2).is_some_and(|p| p.is_ascii_alphanumeric()));
+            let mut run = Run {
+                text: b,
+                group_buf: [const { 0..0 }; MAX_GROUPS],
+                count: 0,
+                all_digits: OnceCell::new(),
+                offsets: [0; MAX_GROUPS + 1],
+                lengths: [0; MAX_GROUPS],
+                plus,
+                paren,
+                in_code,
+            };
+            let mut digits = 0;
+            let mut at = i;
+            while run.count < MAX_GROUPS {
+                let start = at;
+                while at < b.len() && b[at].is_ascii_digit() {
+                    at += 1;
+                }
+                let k = run.count;
+                digits += at - start;
+                run.group_buf[k] = start..at;
+                run.lengths[k] = at - start;
+                run.offsets[k + 1] = run.offsets[k] + (at - start);
+                run.count += 1;
+                if run.count >= MAX_GROUPS || digits >= MAX_DIGITS {
+                    break;
+                }
+                match separator_at(b, at) {
+                    Some(len) => at += len,
+                    None => break,
+                }
             }
-            let next = SEPARATORS.iter().find(|sep| {
-                b[at..].starts_with(sep) && b.get(at + sep.len()).is_some_and(u8::is_ascii_digit)
-            });
-            match next {
-                Some(sep) => at += sep.len(),
-                None => break,
+            // Skip the rest of an over-long run so it does not start another.
+            let mut resume = at;
+            while resume < b.len() && b[resume].is_ascii_digit() {
+                resume += 1;
             }
+            i = resume.max(i + 1);
+            return Some(run);
         }
-        // Skip the rest of an over-long run so it does not start another.
-        let mut resume = at;
-        while resume < b.len() && b[resume].is_ascii_digit() {
-            resume += 1;
-        }
-        let mut lengths = [0; MAX_GROUPS];
-        let mut offsets = [0; MAX_GROUPS + 1];
-        for (k, g) in groups.iter().enumerate().take(MAX_GROUPS) {
-            lengths[k] = g.len();
-            offsets[k + 1] = offsets[k] + g.len();
-        }
-        out.push(Run {
-            text: b,
-            groups,
-            all_digits: OnceCell::new(),
-            offsets,
-            lengths,
-            plus,
-            paren,
-            in_code,
-        });
-        i = resume.max(i + 1);
-    }
-    out
+        None
+    })
 }
 
 /// The Luhn (mod 10) check over ASCII digits, as used by payment cards (ISO/IEC 7812), Saudi
@@ -204,7 +226,7 @@ mod tests {
     use super::*;
 
     fn all_runs(text: &str) -> Vec<Run<'_>> {
-        runs(text, 0..text.len())
+        runs(text, 0..text.len()).collect()
     }
 
     #[test]
@@ -213,14 +235,14 @@ mod tests {
         assert_eq!(rs.len(), 1);
         let r = &rs[0];
         assert!(r.plus);
-        assert_eq!(r.digits(0..r.groups.len()), "460892857138");
+        assert_eq!(r.digits(0..r.groups().len()), "460892857138");
         assert_eq!(r.digits(2..4), "8928");
         assert_eq!(r.lengths(&(2..4)), [1, 3]);
         assert_eq!(r.digits(3..9), "");
         assert_eq!(r.lengths(&(3..9)), [0usize; 0]);
         assert_eq!(r.separator(0), b" (");
         assert_eq!(
-            &"call +46 (0)8 928 571 38 now"[r.span(0..r.groups.len())],
+            &"call +46 (0)8 928 571 38 now"[r.span(0..r.groups().len())],
             "+46 (0)8 928 571 38"
         );
     }

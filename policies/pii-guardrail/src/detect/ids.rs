@@ -99,7 +99,7 @@ pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Ra
     if run.next_byte().is_some_and(|b| b.is_ascii_alphanumeric()) || run.plus || run.paren {
         return;
     }
-    let n = run.groups.len();
+    let n = run.groups().len();
     let all = 0..n;
     let lengths = run.lengths(&all);
     // Emirates ID: 784-YYYY-NNNNNNN-C or 15 digits in one group.

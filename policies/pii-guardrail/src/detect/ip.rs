@@ -32,6 +32,15 @@ pub fn find(cues: &Cues<'_>, region: Range<usize>, out: &mut Vec<Range<usize>>) 
         }
         let followed_by_word = b.get(end).is_some_and(|x| x.is_ascii_alphanumeric());
         let token = &text[i..trimmed];
+        // Neither a dotted quad (three dots) nor anything with a colon: no address here. Most
+        // tokens (words starting with a–f, plain numbers) end at this test.
+        let (dots, colons) = token.bytes().fold((0, 0), |(d, c), x| {
+            (d + usize::from(x == b'.'), c + usize::from(x == b':'))
+        });
+        if dots != 3 && colons == 0 {
+            i = end.max(i + 1);
+            continue;
+        }
         // A dotted quad after "version", "build", "الإصدار"… is a version number.
         let version = || cues.nearest(i..trimmed) == Some(Cue::Other);
         if !followed_by_word && ((is_ipv4(token) && !version()) || is_ipv6(token)) {

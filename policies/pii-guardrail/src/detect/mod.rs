@@ -64,7 +64,7 @@ pub fn detect_normalized(text: &str) -> Vec<Detection> {
         take(EntityKind::IpAddress, &mut spans, &mut found);
         for run in digits::runs(text, region) {
             // Nothing below has fewer than 7 digits (the shortest phone number).
-            if run.groups.iter().map(|g| g.len()).sum::<usize>() < 7 {
+            if run.groups().iter().map(|g| g.len()).sum::<usize>() < 7 {
                 continue;
             }
             card::find(&cues, &run, &mut spans);

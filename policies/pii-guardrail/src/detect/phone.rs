@@ -41,7 +41,7 @@ pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     if run.in_code {
         return;
     }
-    let n = run.groups.len();
+    let n = run.groups().len();
     let mut i = 0;
     while i < n {
         let found = (i + 1..=n)
@@ -61,7 +61,7 @@ fn check(cues: &Cues<'_>, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>
     if !run.window_stands_alone(&w) {
         return None;
     }
-    let at_end = w.end == run.groups.len();
+    let at_end = w.end == run.groups().len();
     let lengths = run.lengths(&w);
     let mut seps_buf: [&[u8]; MAX_GROUPS] = [b""; MAX_GROUPS];
     let mut n_seps = 0;
