@@ -245,6 +245,10 @@ const BUCKETS: usize = 1024;
 struct Heads {
     /// Bytes a word can start with, in either ASCII case: most positions end at this test.
     first: [bool; 256],
+    /// For an Arabic word's first letter (lead byte `0xD8` or `0xD9`, checked in [`HEADS`]): bit
+    /// `second & 63` of `arabic[lead & 1]`. Common letters that start no word (`ل`, `ي`, `ن`) end
+    /// here without hashing a head.
+    arabic: [u64; 2],
     /// Bit `hash(head)` is set when some word has that head: most other positions end here.
     seen: [u64; 64],
     starts: [u16; BUCKETS + 1],
@@ -253,6 +257,7 @@ struct Heads {
 
 const HEADS: Heads = {
     let mut first = [false; 256];
+    let mut arabic = [0u64; 2];
     let mut seen = [0u64; 64];
     let mut starts = [0u16; BUCKETS + 1];
     let mut i = 0;
@@ -269,6 +274,13 @@ const HEADS: Heads = {
         };
         first[w[0].to_ascii_lowercase() as usize] = true;
         first[w[0].to_ascii_uppercase() as usize] = true;
+        if !w[0].is_ascii() {
+            assert!(
+                w[0] == 0xD8 || w[0] == 0xD9,
+                "an Arabic telling word starts with a letter of U+0600–U+067F"
+            );
+            arabic[(w[0] & 1) as usize] |= 1 << (w[1] & 63);
+        }
         seen[h / 64] |= 1 << (h % 64);
         starts[h / 4 + 1] += 1;
         i += 1;
@@ -291,6 +303,7 @@ const HEADS: Heads = {
     }
     Heads {
         first,
+        arabic,
         seen,
         starts,
         words,
@@ -449,7 +462,16 @@ fn scan(b: &[u8], starts: Range<usize>) -> Vec<Occurrence> {
     let mut out = Vec::new();
     for at in starts {
         let c = b[at];
-        if !HEADS.first[usize::from(c)] || (c.is_ascii() && !starts_word(b, at)) {
+        if !HEADS.first[usize::from(c)] {
+            continue;
+        }
+        let may_start = if c.is_ascii() {
+            starts_word(b, at)
+        } else {
+            b.get(at + 1)
+                .is_some_and(|&n| HEADS.arabic[usize::from(c & 1)] & 1 << (n & 63) != 0)
+        };
+        if !may_start {
             continue;
         }
         out.extend(words_at(b, at).map(|i| Occurrence {
