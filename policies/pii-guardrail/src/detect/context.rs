@@ -369,6 +369,8 @@ const CHUNK: usize = 32;
 /// the rest: text far from any number is never scanned, text near many is scanned once.
 pub struct Cues<'t> {
     text: &'t str,
+    /// Whether the text has a line break at all: most prompts' windows need no line handling.
+    lines: OnceCell<bool>,
     /// Per [`CHUNK`] of text, the words starting in it.
     chunks: OnceCell<Vec<OnceCell<Vec<Occurrence>>>>,
 }
@@ -377,6 +379,7 @@ impl<'t> Cues<'t> {
     pub fn new(text: &'t str) -> Self {
         Self {
             text,
+            lines: OnceCell::new(),
             chunks: OnceCell::new(),
         }
     }
@@ -420,14 +423,18 @@ impl<'t> Cues<'t> {
         let text = self.text;
         let lower_start = floor_boundary(text, span.start.saturating_sub(BEFORE));
         let upper_end = ceil_boundary(text, (span.end + AFTER).min(text.len()));
+        let lines = *self.lines.get_or_init(|| text.as_bytes().contains(&b'\n'));
         let before = text
             .get(lower_start..span.start)
-            .map(same_line_before)
+            .map(|before| match lines {
+                true => same_line_before(before),
+                false => 0..before.len(),
+            })
             .map(|r| lower_start + r.start..lower_start + r.end);
         let after_end = text.get(span.end..upper_end).map(|after| {
             after
                 .bytes()
-                .position(|b| b == b'\n')
+                .position(|b| lines && b == b'\n')
                 .map_or(upper_end, |nl| span.end + nl)
         });
         before

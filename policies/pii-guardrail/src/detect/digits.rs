@@ -61,7 +61,8 @@ impl<'t> Run<'t> {
 
     /// The separator bytes between group `k` and group `k + 1`.
     pub fn separator(&self, k: usize) -> &'t [u8] {
-        match (self.groups().get(k), self.groups().get(k + 1)) {
+        let groups = self.groups();
+        match (groups.get(k), groups.get(k + 1)) {
             (Some(a), Some(b)) => &self.text[a.end..b.start],
             _ => b"",
         }

@@ -15,9 +15,8 @@ pub fn find(cues: &Cues<'_>, region: Range<usize>, out: &mut Vec<Range<usize>>) 
     while i < region.end.min(b.len()) {
         let c = b[i];
         let candidate = c.is_ascii_hexdigit() || c == b':';
-        let starts = || {
-            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b':'))
-        };
+        let starts =
+            || i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b':'));
         if !(candidate && starts()) {
             i += 1;
             continue;
