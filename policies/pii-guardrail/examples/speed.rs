@@ -15,6 +15,8 @@ use pii_guardrail::verdict::{Stage, check};
 const SETTINGS: &str = r#"{"default": "redact", "entities": {"credit_card": "block", "phone": "flag"},
   "teams": {"research": {"credit_card": "redact"}}}"#;
 
+/// A 2 KB Arabic/English support ticket with some personal data (the host's `guardrail_bench`
+/// "support ticket").
 fn prompt() -> String {
     let parts = [
         "مرحباً، أنا أحمد من الرياض. أحتاج مساعدة في تحديث بيانات حسابي لدى البنك، ",
@@ -39,9 +41,23 @@ fn prose() -> String {
     part.repeat(2048 / part.len() + 1)
 }
 
+/// 2 KB dense with personal data: an e-mail, a phone, an IBAN and an IP every 128 bytes (the
+/// host's `guardrail_bench` prompt of the same name).
+fn dense() -> String {
+    let s = "Call Salem on +966 50 123 4567 or mail salem@example.sa; the account is \
+             SA03 8000 0000 6080 1016 7519 and the server 10.0.0.12. ";
+    let mut t = s.repeat(2048 / s.len() + 1);
+    t.truncate(2048);
+    while !t.is_char_boundary(t.len()) {
+        t.pop();
+    }
+    t
+}
+
 fn main() {
-    measure("PII-dense prompt", &prompt());
+    measure("support ticket (ar/en)", &prompt());
     measure("prose prompt", &prose());
+    measure("dense personal data", &dense());
 }
 
 fn measure(name: &str, text: &str) {

@@ -65,6 +65,7 @@ pub fn parse(text: &str) -> Result<(Value, Pos), Error> {
         at: 0,
         line: 1,
         line_start: 0,
+        counted: std::cell::Cell::new((0, 0)),
     };
     p.skip_ws();
     let v = p.value(0)?;
@@ -80,15 +81,26 @@ struct Parser<'t> {
     at: usize,
     line: usize,
     line_start: usize,
+    /// `(byte, characters)`: the characters of the current line before `byte`, from the last
+    /// [`Parser::pos`], so a one-line document is not recounted from its start for every value.
+    counted: std::cell::Cell<(usize, usize)>,
 }
 
 impl Parser<'_> {
     fn pos(&self) -> Pos {
-        let column = self
-            .text
-            .get(self.line_start..self.at)
-            .map_or(0, |s| s.chars().count())
-            + 1;
+        let (byte, chars) = self.counted.get();
+        let (from, before) = if (self.line_start..=self.at).contains(&byte) {
+            (byte, chars)
+        } else {
+            (self.line_start, 0)
+        };
+        let chars = before
+            + self
+                .text
+                .get(from..self.at)
+                .map_or(0, |s| s.chars().count());
+        self.counted.set((self.at, chars));
+        let column = chars + 1;
         Pos {
             line: self.line,
             column,
@@ -196,6 +208,13 @@ impl Parser<'_> {
         self.expect(b'"')?;
         let mut out = String::new();
         loop {
+            // Plain characters up to the next quote, backslash or control character in one go.
+            let plain = self.text.as_bytes()[self.at..]
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(self.text.len() - self.at);
+            out.push_str(&self.text[self.at..self.at + plain]);
+            self.at += plain;
             let Some(c) = self.text[self.at..].chars().next() else {
                 return Err(self.error("unterminated string"));
             };

@@ -149,6 +149,13 @@ impl Problems {
     fn entity_actions(&mut self, path: &str, v: &Value, pos: Pos) -> BTreeMap<EntityKind, Action> {
         let mut out = BTreeMap::new();
         for (name, key_pos, value, value_pos) in self.members(path, v, pos) {
+            // The common case, a known entity and action, needs no path for a message.
+            if let (Some(kind), Value::String(action)) = (EntityKind::from_name(name), value)
+                && let Some(action) = Action::from_name(action)
+            {
+                out.insert(kind, action);
+                continue;
+            }
             let member = format!("{path}.{name}");
             let Some(kind) = EntityKind::from_name(name) else {
                 let known: Vec<&str> = EntityKind::ALL.iter().map(|k| k.name()).collect();

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
+use super::context::{Cue, Cues};
 use super::digits::{Run, luhn_valid};
 
 /// One brand's prefix range (compared on the first `digits` digits) and its lengths.
@@ -79,19 +79,19 @@ pub fn is_card_number(digits: &str) -> bool {
 /// A Luhn-valid 12–19 digit number whose prefix is no known brand's still counts when the nearest
 /// telling word is about cards (`card`, `cc`, `بطاقة`, `مدى`): issuers and test data use ranges
 /// the table above does not list.
-fn is_card_in_context(text: &str, digits: &str, span: Range<usize>) -> bool {
+fn is_card_in_context(cues: &Cues<'_>, digits: &str, span: Range<usize>) -> bool {
     (12..=19).contains(&digits.len())
         && luhn_valid(digits)
-        && (has_brand(digits) || nearest_cue(text, span) == Some(Cue::Card))
+        && (has_brand(digits) || cues.nearest(span) == Some(Cue::Card))
 }
 
 /// Cards in one numeric run: the longest window of groups from the run's start that is a card,
 /// then the same after it.
-pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
+pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     if run.next_byte().is_some_and(|b| b.is_ascii_alphanumeric()) {
         return;
     }
-    let n = run.groups.len();
+    let n = run.groups().len();
     let mut i = 0;
     while i < n {
         let found = (i + 1..=n).rev().find(|&j| {
@@ -101,7 +101,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
             separated_ok
                 && run.window_stands_alone(&w)
                 && !(i == 0 && (run.plus || run.paren))
-                && is_card_in_context(text, &digits, run.span(w.clone()))
+                && is_card_in_context(cues, digits, run.span(w.clone()))
         });
         match found {
             Some(j) => {
@@ -122,8 +122,9 @@ mod tests {
 
     fn cards(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
+        let cues = Cues::new(text);
         for r in runs(text, 0..text.len()) {
-            find(text, &r, &mut out);
+            find(&cues, &r, &mut out);
         }
         out.into_iter().map(|r| &text[r]).collect()
     }

@@ -2,10 +2,11 @@
 //! (`050 123 4567`, `4111-1111-1111-1111`, `+46 (0)8 928 571 38`, `03.93.92.16.85`), the shared
 //! raw material of the card, phone and id detectors, plus the Luhn check several of them use.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 
 /// Most groups and digits one run collects; longer runs are cut (no entity is that long).
-const MAX_GROUPS: usize = 12;
+pub const MAX_GROUPS: usize = 12;
 const MAX_DIGITS: usize = 40;
 
 /// Separators allowed between two digit groups (parentheses belong to phone numbers).
@@ -15,8 +16,17 @@ const SEPARATORS: [&[u8]; 9] = [b" ", b"-", b".", b" - ", b"(", b")", b" (", b")
 #[derive(Debug, Clone)]
 pub struct Run<'t> {
     text: &'t [u8],
-    /// Byte ranges of the digit groups.
-    pub groups: Vec<Range<usize>>,
+    /// Byte ranges of the digit groups: the first `count` (a run is scanned on the stack; no
+    /// allocation per run).
+    group_buf: [Range<usize>; MAX_GROUPS],
+    count: usize,
+    /// The digits of every group, concatenated on the first [`Run::digits`], so a window's
+    /// digits are a slice of them.
+    all_digits: OnceCell<String>,
+    /// Group `k`'s digits are `all_digits[offsets[k]..offsets[k + 1]]`.
+    offsets: [usize; MAX_GROUPS + 1],
+    /// Group `k` has `lengths[k]` digits (the first `groups.len()` entries).
+    lengths: [usize; MAX_GROUPS],
     /// The run starts with `+` (international phone number).
     pub plus: bool,
     /// The run starts with `(` (an area code in parentheses).
@@ -27,18 +37,32 @@ pub struct Run<'t> {
 }
 
 impl<'t> Run<'t> {
-    /// The digits of groups `groups` concatenated.
-    pub fn digits(&self, groups: Range<usize>) -> String {
-        let mut out = String::new();
-        for g in self.groups.get(groups).unwrap_or(&[]) {
-            out.extend(self.text[g.clone()].iter().map(|&b| char::from(b)));
-        }
-        out
+    /// Byte ranges of the digit groups.
+    pub fn groups(&self) -> &[Range<usize>] {
+        self.group_buf.get(..self.count).unwrap_or(&[])
+    }
+
+    /// The digits of groups `groups` concatenated (empty for groups the run does not have).
+    pub fn digits(&self, groups: Range<usize>) -> &str {
+        let all = self.all_digits.get_or_init(|| {
+            let mut all = String::with_capacity(self.offsets[self.groups().len()]);
+            for g in self.groups() {
+                all.extend(self.text[g.clone()].iter().map(|&c| char::from(c)));
+            }
+            all
+        });
+        self.offsets
+            .get(groups.start)
+            .zip(self.offsets.get(groups.end))
+            .filter(|_| groups.end <= self.groups().len())
+            .and_then(|(&from, &to)| all.get(from..to))
+            .unwrap_or("")
     }
 
     /// The separator bytes between group `k` and group `k + 1`.
     pub fn separator(&self, k: usize) -> &'t [u8] {
-        match (self.groups.get(k), self.groups.get(k + 1)) {
+        let groups = self.groups();
+        match (groups.get(k), groups.get(k + 1)) {
             (Some(a), Some(b)) => &self.text[a.end..b.start],
             _ => b"",
         }
@@ -46,11 +70,11 @@ impl<'t> Run<'t> {
 
     /// The byte span of groups `groups` (including a leading `+` or `(` for the first group).
     pub fn span(&self, groups: Range<usize>) -> Range<usize> {
-        let first = self.groups.get(groups.start).map_or(0, |g| g.start);
+        let first = self.groups().get(groups.start).map_or(0, |g| g.start);
         let last = groups
             .end
             .checked_sub(1)
-            .and_then(|i| self.groups.get(i))
+            .and_then(|i| self.groups().get(i))
             .map_or(first, |g| g.end);
         let start = if groups.start == 0 && (self.plus || self.paren) {
             first - 1
@@ -62,7 +86,7 @@ impl<'t> Run<'t> {
 
     /// The byte right after the run, if any.
     pub fn next_byte(&self) -> Option<u8> {
-        self.groups
+        self.groups()
             .last()
             .and_then(|g| self.text.get(g.end).copied())
     }
@@ -71,7 +95,7 @@ impl<'t> Run<'t> {
     /// the neighbouring group (so `a-b` is never split but `a b` may be two numbers).
     pub fn window_stands_alone(&self, groups: &Range<usize>) -> bool {
         let left = groups.start == 0 || self.separator(groups.start - 1) == b" ";
-        let right = groups.end == self.groups.len() || self.separator(groups.end - 1) == b" ";
+        let right = groups.end == self.groups().len() || self.separator(groups.end - 1) == b" ";
         left && right
     }
 
@@ -80,79 +104,100 @@ impl<'t> Run<'t> {
         (groups.start..groups.end.saturating_sub(1)).map(|k| self.separator(k))
     }
 
-    /// Group lengths of `groups`.
-    pub fn lengths(&self, groups: &Range<usize>) -> Vec<usize> {
-        self.groups
+    /// Group lengths of `groups` (empty for groups the run does not have).
+    pub fn lengths(&self, groups: &Range<usize>) -> &[usize] {
+        self.lengths[..self.groups().len()]
             .get(groups.clone())
             .unwrap_or(&[])
-            .iter()
-            .map(|g| g.len())
-            .collect()
     }
+}
+
+/// The length of the separator at `at` of `b` that a digit follows, if any. At most one can: of
+/// two separators that both match, one is a prefix of the other, and the longer one's next byte
+/// is no digit.
+fn separator_at(b: &[u8], at: usize) -> Option<usize> {
+    if !matches!(b.get(at), Some(b' ' | b'-' | b'.' | b'(' | b')')) {
+        return None;
+    }
+    SEPARATORS
+        .iter()
+        .find(|sep| {
+            sep.iter()
+                .enumerate()
+                .all(|(k, &c)| b.get(at + k) == Some(&c))
+                && b.get(at + sep.len()).is_some_and(u8::is_ascii_digit)
+        })
+        .map(|sep| sep.len())
 }
 
 /// Finds every numeric run starting in `region` of `text`. A run starts at a digit that does not follow a letter or a
 /// digit and ends at a digit; a run that runs into a letter (`12ab`) is still reported, the
 /// detectors check [`Run::next_byte`].
-pub fn runs(text: &str, region: Range<usize>) -> Vec<Run<'_>> {
+pub fn runs(text: &str, region: Range<usize>) -> impl Iterator<Item = Run<'_>> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
     let mut i = region.start;
-    while i < region.end.min(b.len()) {
-        if !b[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let prev = i.checked_sub(1).map(|p| b[p]);
-        if prev.is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_') {
-            // Part of a word or an identifier: skip its digits.
-            while i < b.len() && b[i].is_ascii_digit() {
+    std::iter::from_fn(move || {
+        while i < region.end.min(b.len()) {
+            if !b[i].is_ascii_digit() {
                 i += 1;
+                continue;
             }
-            continue;
+            let prev = i.checked_sub(1).map(|p| b[p]);
+            if prev.is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_') {
+                // Part of a word or an identifier: skip its digits.
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                continue;
+            }
+            let before = |k: usize| i.checked_sub(k).map(|p| b[p]);
+            let plus = prev == Some(b'+') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
+            let paren = prev == Some(b'(') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
+            let in_code = prev == Some(b'#')
+                || (matches!(prev, Some(b'-' | b'_' | b'/'))
+                    && before(2).is_some_and(|p| p.is_ascii_alphanumeric()));
+            let mut run = Run {
+                text: b,
+                group_buf: [const { 0..0 }; MAX_GROUPS],
+                count: 0,
+                all_digits: OnceCell::new(),
+                offsets: [0; MAX_GROUPS + 1],
+                lengths: [0; MAX_GROUPS],
+                plus,
+                paren,
+                in_code,
+            };
+            let mut digits = 0;
+            let mut at = i;
+            while run.count < MAX_GROUPS {
+                let start = at;
+                while at < b.len() && b[at].is_ascii_digit() {
+                    at += 1;
+                }
+                let k = run.count;
+                digits += at - start;
+                run.group_buf[k] = start..at;
+                run.lengths[k] = at - start;
+                run.offsets[k + 1] = run.offsets[k] + (at - start);
+                run.count += 1;
+                if run.count >= MAX_GROUPS || digits >= MAX_DIGITS {
+                    break;
+                }
+                match separator_at(b, at) {
+                    Some(len) => at += len,
+                    None => break,
+                }
+            }
+            // Skip the rest of an over-long run so it does not start another.
+            let mut resume = at;
+            while resume < b.len() && b[resume].is_ascii_digit() {
+                resume += 1;
+            }
+            i = resume.max(i + 1);
+            return Some(run);
         }
-        let before = |k: usize| i.checked_sub(k).map(|p| b[p]);
-        let plus = prev == Some(b'+') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
-        let paren = prev == Some(b'(') && !before(2).is_some_and(|p| p.is_ascii_alphanumeric());
-        let in_code = prev == Some(b'#')
-            || (matches!(prev, Some(b'-' | b'_' | b'/'))
-                && before(2).is_some_and(|p| p.is_ascii_alphanumeric()));
-        let mut groups = Vec::new();
-        let mut digits = 0;
-        let mut at = i;
-        loop {
-            let start = at;
-            while at < b.len() && b[at].is_ascii_digit() {
-                at += 1;
-            }
-            digits += at - start;
-            groups.push(start..at);
-            if groups.len() >= MAX_GROUPS || digits >= MAX_DIGITS {
-                break;
-            }
-            let next = SEPARATORS.iter().find(|sep| {
-                b[at..].starts_with(sep) && b.get(at + sep.len()).is_some_and(u8::is_ascii_digit)
-            });
-            match next {
-                Some(sep) => at += sep.len(),
-                None => break,
-            }
-        }
-        // Skip the rest of an over-long run so it does not start another.
-        let mut resume = at;
-        while resume < b.len() && b[resume].is_ascii_digit() {
-            resume += 1;
-        }
-        out.push(Run {
-            text: b,
-            groups,
-            plus,
-            paren,
-            in_code,
-        });
-        i = resume.max(i + 1);
-    }
-    out
+        None
+    })
 }
 
 /// The Luhn (mod 10) check over ASCII digits, as used by payment cards (ISO/IEC 7812), Saudi
@@ -182,7 +227,7 @@ mod tests {
     use super::*;
 
     fn all_runs(text: &str) -> Vec<Run<'_>> {
-        runs(text, 0..text.len())
+        runs(text, 0..text.len()).collect()
     }
 
     #[test]
@@ -191,10 +236,14 @@ mod tests {
         assert_eq!(rs.len(), 1);
         let r = &rs[0];
         assert!(r.plus);
-        assert_eq!(r.digits(0..r.groups.len()), "46089285713".to_string() + "8");
+        assert_eq!(r.digits(0..r.groups().len()), "460892857138");
+        assert_eq!(r.digits(2..4), "8928");
+        assert_eq!(r.lengths(&(2..4)), [1, 3]);
+        assert_eq!(r.digits(3..9), "");
+        assert_eq!(r.lengths(&(3..9)), [0usize; 0]);
         assert_eq!(r.separator(0), b" (");
         assert_eq!(
-            &"call +46 (0)8 928 571 38 now"[r.span(0..r.groups.len())],
+            &"call +46 (0)8 928 571 38 now"[r.span(0..r.groups().len())],
             "+46 (0)8 928 571 38"
         );
     }

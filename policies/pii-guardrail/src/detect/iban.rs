@@ -116,12 +116,12 @@ pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
     let b = text.as_bytes();
     let mut i = region.start;
     while i < region.end && i + 4 <= b.len() {
-        let starts = i == 0 || !b[i - 1].is_ascii_alphanumeric();
-        let head = starts
+        // Cheapest and rarest first: two digits after two letters, at the start of a word.
+        let head = b[i + 2].is_ascii_digit()
+            && b[i + 3].is_ascii_digit()
             && b[i].is_ascii_alphabetic()
             && b[i + 1].is_ascii_alphabetic()
-            && b[i + 2].is_ascii_digit()
-            && b[i + 3].is_ascii_digit();
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric());
         if let Some(len) = head.then(|| expected_length([b[i], b[i + 1]])).flatten()
             && let Some(end) = take(b, i, len)
         {

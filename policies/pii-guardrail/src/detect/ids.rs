@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
+use super::context::{Cue, Cues};
 use super::digits::{Run, luhn_valid};
 
 /// Saudi national id (starts with 1) or iqama (resident id, starts with 2): 10 digits, the last a
@@ -94,12 +94,12 @@ pub fn is_ssn(digits: &str) -> bool {
 }
 
 /// Finds ids in one numeric run of normalised `text`.
-pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<usize>)>) {
+pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<usize>)>) {
     use super::EntityKind as K;
     if run.next_byte().is_some_and(|b| b.is_ascii_alphanumeric()) || run.plus || run.paren {
         return;
     }
-    let n = run.groups.len();
+    let n = run.groups().len();
     let all = 0..n;
     let lengths = run.lengths(&all);
     // Emirates ID: 784-YYYY-NNNNNNN-C or 15 digits in one group.
@@ -108,7 +108,7 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<u
         let dashed = w4.len() == 4
             && run.lengths(&w4) == [3, 4, 7, 1]
             && run.separators(&w4).all(|s| s == b"-" || s == b" ");
-        if dashed && run.window_stands_alone(&w4) && is_emirates_id(&run.digits(w4.clone())) {
+        if dashed && run.window_stands_alone(&w4) && is_emirates_id(run.digits(w4.clone())) {
             out.push((K::EmiratesId, run.span(w4)));
         }
     }
@@ -119,18 +119,19 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<u
         }
         let digits = run.digits(w.clone());
         let span = run.span(w);
-        let cue = || nearest_cue(text, span.clone());
-        if is_emirates_id(&digits) && cue() != Some(Cue::Other) {
+        let nearest = std::cell::OnceCell::new();
+        let cue = || *nearest.get_or_init(|| cues.nearest(span.clone()));
+        if is_emirates_id(digits) && cue() != Some(Cue::Other) {
             out.push((K::EmiratesId, span));
-        } else if is_egyptian_id(&digits) && cue() != Some(Cue::Other) {
+        } else if is_egyptian_id(digits) && cue() != Some(Cue::Other) {
             out.push((K::EgyptianId, span));
-        } else if is_saudi_id(&digits)
+        } else if is_saudi_id(digits)
             && !run.in_code
             && !matches!(cue(), Some(Cue::Other | Cue::Phone | Cue::Ssn))
         {
             out.push((K::SaudiId, span));
         } else if digits.len() == 9
-            && is_ssn(&digits)
+            && is_ssn(digits)
             && !run.in_code
             && n == 1
             && cue() == Some(Cue::Ssn)
@@ -140,13 +141,12 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<(super::EntityKind, Range<u
     }
     // SSN written in three groups: dashes alone, spaces or dots with an SSN cue nearby.
     if lengths == [3, 2, 4] && !run.in_code {
-        let seps: Vec<&[u8]> = run.separators(&all).collect();
         let digits = run.digits(all.clone());
-        let span = run.span(all);
-        let dashed = seps.iter().all(|s| *s == b"-");
-        let other = seps.iter().all(|s| *s == b" " || *s == b".")
-            && nearest_cue(text, span.clone()) == Some(Cue::Ssn);
-        if (dashed || other) && is_ssn(&digits) {
+        let span = run.span(all.clone());
+        let dashed = run.separators(&all).all(|s| s == b"-");
+        let other = run.separators(&all).all(|s| s == b" " || s == b".")
+            && cues.nearest(span.clone()) == Some(Cue::Ssn);
+        if (dashed || other) && is_ssn(digits) {
             out.push((K::UsSsn, span));
         }
     }

@@ -5,18 +5,19 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
+use super::context::{Cue, Cues};
 
 /// Addresses starting in `region` of `text`.
-pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
+pub fn find(cues: &Cues<'_>, region: Range<usize>, out: &mut Vec<Range<usize>>) {
+    let text = cues.text();
     let b = text.as_bytes();
     let mut i = region.start;
     while i < region.end.min(b.len()) {
         let c = b[i];
         let candidate = c.is_ascii_hexdigit() || c == b':';
         let starts =
-            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b':'));
-        if !(candidate && starts) {
+            || i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b':'));
+        if !(candidate && starts()) {
             i += 1;
             continue;
         }
@@ -31,8 +32,17 @@ pub fn find(text: &str, region: Range<usize>, out: &mut Vec<Range<usize>>) {
         }
         let followed_by_word = b.get(end).is_some_and(|x| x.is_ascii_alphanumeric());
         let token = &text[i..trimmed];
+        // Neither a dotted quad (three dots) nor anything with a colon: no address here. Most
+        // tokens (words starting with a–f, plain numbers) end at this test.
+        let (dots, colons) = token.bytes().fold((0, 0), |(d, c), x| {
+            (d + usize::from(x == b'.'), c + usize::from(x == b':'))
+        });
+        if dots != 3 && colons == 0 {
+            i = end.max(i + 1);
+            continue;
+        }
         // A dotted quad after "version", "build", "الإصدار"… is a version number.
-        let version = || nearest_cue(text, i..trimmed) == Some(Cue::Other);
+        let version = || cues.nearest(i..trimmed) == Some(Cue::Other);
         if !followed_by_word && ((is_ipv4(token) && !version()) || is_ipv6(token)) {
             out.push(i..trimmed);
         } else if let Some((address, port)) = token.rsplit_once(':')
@@ -70,7 +80,7 @@ mod tests {
 
     fn ips(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        find(text, 0..text.len(), &mut out);
+        find(&Cues::new(text), 0..text.len(), &mut out);
         out.into_iter().map(|r| &text[r]).collect()
     }
 

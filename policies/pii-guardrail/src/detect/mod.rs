@@ -14,6 +14,7 @@ use std::ops::Range;
 
 pub use crate::entity::{Detection, EntityKind};
 use crate::normalize::Normalized;
+use context::Cues;
 
 pub use card::is_card_number;
 pub use ids::{is_egyptian_id, is_emirates_id, is_saudi_id, is_ssn};
@@ -50,6 +51,7 @@ pub fn detect(text: &str) -> Vec<Detection> {
 pub fn detect_normalized(text: &str) -> Vec<Detection> {
     let mut found: Vec<(EntityKind, Range<usize>)> = Vec::new();
     let mut spans = Vec::new();
+    let cues = Cues::new(text);
     let take = |kind, spans: &mut Vec<Range<usize>>, found: &mut Vec<_>| {
         found.extend(spans.drain(..).map(|s| (kind, s)));
     };
@@ -58,17 +60,17 @@ pub fn detect_normalized(text: &str) -> Vec<Detection> {
         take(EntityKind::Email, &mut spans, &mut found);
         iban::find(text, region.clone(), &mut spans);
         take(EntityKind::Iban, &mut spans, &mut found);
-        ip::find(text, region.clone(), &mut spans);
+        ip::find(&cues, region.clone(), &mut spans);
         take(EntityKind::IpAddress, &mut spans, &mut found);
         for run in digits::runs(text, region) {
             // Nothing below has fewer than 7 digits (the shortest phone number).
-            if run.groups.iter().map(|g| g.len()).sum::<usize>() < 7 {
+            if run.groups().iter().map(|g| g.len()).sum::<usize>() < 7 {
                 continue;
             }
-            card::find(text, &run, &mut spans);
+            card::find(&cues, &run, &mut spans);
             take(EntityKind::CreditCard, &mut spans, &mut found);
-            ids::find(text, &run, &mut found);
-            phone::find(text, &run, &mut spans);
+            ids::find(&cues, &run, &mut found);
+            phone::find(&cues, &run, &mut spans);
             take(EntityKind::Phone, &mut spans, &mut found);
         }
     }

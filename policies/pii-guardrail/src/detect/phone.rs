@@ -14,10 +14,12 @@
 //! code (`INV-2024-…`), and a nearby "order"/"invoice"/"id" word vetoes rules 2–3. An extension
 //! (`x4587`, `ext. 12`) belongs to the number.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::ops::Range;
 
-use super::context::{Cue, nearest_cue};
-use super::digits::Run;
+use super::context::{Cue, Cues};
+use super::digits::{MAX_GROUPS, Run};
 
 /// National significant number lengths after the country code (trunk `0` removed), from the ITU
 /// national numbering plans of each country.
@@ -35,16 +37,16 @@ const COUNTRIES: &[(&str, Range<usize>)] = &[
 /// bytes, a `+`, and an extension (`ext. ` + 6 digits).
 pub const MAX_PRINTED: usize = 15 + 11 * 3 + 1 + 11;
 
-pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
+pub fn find(cues: &Cues<'_>, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     if run.in_code {
         return;
     }
-    let n = run.groups.len();
+    let n = run.groups().len();
     let mut i = 0;
     while i < n {
         let found = (i + 1..=n)
             .rev()
-            .find_map(|j| check(text, run, i..j).map(|span| (j, span)));
+            .find_map(|j| check(cues, run, i..j).map(|span| (j, span)));
         match found {
             Some((j, span)) => {
                 out.push(span);
@@ -55,13 +57,19 @@ pub fn find(text: &str, run: &Run<'_>, out: &mut Vec<Range<usize>>) {
     }
 }
 
-fn check(text: &str, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
+fn check(cues: &Cues<'_>, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
     if !run.window_stands_alone(&w) {
         return None;
     }
-    let at_end = w.end == run.groups.len();
+    let at_end = w.end == run.groups().len();
     let lengths = run.lengths(&w);
-    let seps: Vec<&[u8]> = run.separators(&w).collect();
+    let mut seps_buf: [&[u8]; MAX_GROUPS] = [b""; MAX_GROUPS];
+    let mut n_seps = 0;
+    for (slot, sep) in seps_buf.iter_mut().zip(run.separators(&w)) {
+        *slot = sep;
+        n_seps += 1;
+    }
+    let seps = &seps_buf[..n_seps];
     let plus = w.start == 0 && run.plus;
     let paren = w.start == 0 && run.paren;
     // A trunk `(0)` after the country code does not count.
@@ -71,16 +79,19 @@ fn check(text: &str, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
             && seps.get(k).is_some_and(|s| s.starts_with(b")"))
             && run.digits(w.start + k..w.start + k + 1) == "0"
     });
-    let mut digits = run.digits(w.clone());
-    if let Some(k) = trunk {
-        let offset: usize = lengths[..k].iter().sum();
-        digits.remove(offset);
-    }
+    let digits = match trunk {
+        Some(k) => {
+            let mut digits = run.digits(w.clone()).to_string();
+            digits.remove(lengths[..k].iter().sum());
+            Cow::Owned(digits)
+        }
+        None => Cow::Borrowed(run.digits(w.clone())),
+    };
     if has_date(run, &w) {
         return None;
     }
     let mut span = run.span(w.clone());
-    let bytes = text.as_bytes();
+    let bytes = cues.text().as_bytes();
     if at_end {
         match bytes.get(span.end) {
             Some(b':') if bytes.get(span.end + 1).is_some_and(u8::is_ascii_digit) => return None,
@@ -88,7 +99,9 @@ fn check(text: &str, run: &Run<'_>, w: Range<usize>) -> Option<Range<usize>> {
             _ => {}
         }
     }
-    let cue = || nearest_cue(text, span.clone());
+    // Asked up to three times below, answered once.
+    let nearest = OnceCell::new();
+    let cue = || *nearest.get_or_init(|| cues.nearest(span.clone()));
     let count = digits.len();
     // 1. International.
     if plus {
@@ -207,8 +220,9 @@ mod tests {
 
     fn phones(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
+        let cues = Cues::new(text);
         for r in runs(text, 0..text.len()) {
-            find(text, &r, &mut out);
+            find(&cues, &r, &mut out);
         }
         out.into_iter().map(|r| &text[r]).collect()
     }
