@@ -80,6 +80,11 @@ impl Events {
         self.tx.receiver_count() > 0 || self.outbox.as_ref().is_some_and(Outbox::wanted)
     }
 
+    /// The webhook outbox this channel feeds, when there is one.
+    pub fn outbox(&self) -> Option<&Outbox> {
+        self.outbox.as_ref()
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.tx.subscribe()
     }

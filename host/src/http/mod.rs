@@ -349,6 +349,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
+            events_persisted,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
             |s, req, next| require(s, &[Role::Member], req, next),
         ));
     let catalog = Router::new()
@@ -434,6 +438,23 @@ pub fn router(state: AppState) -> Router {
             request_context,
         ))
         .with_state(state)
+}
+
+/// The events a request emitted (`routing.rule`, `model.fallback`, `guardrail.violation`, …) are
+/// persisted in the webhook outbox before its response is returned: an event counts as emitted
+/// once it is durable. Nothing waits when no event was handed to the outbox meanwhile (no
+/// subscription, or none emitted); delivery itself is never waited for.
+async fn events_persisted(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(outbox) = app.0.events.outbox() else {
+        return next.run(req).await;
+    };
+    let before = outbox.mark();
+    let res = next.run(req).await;
+    let after = outbox.mark();
+    if after > before {
+        outbox.persisted_to(after).await;
+    }
+    res
 }
 
 async fn request_context(State(app): State<AppState>, mut req: Request, next: Next) -> Response {

@@ -392,3 +392,76 @@ async fn prune(shared: Arc<Shared>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+    use crate::events::Events;
+    use crate::store::SystemClock;
+    use crate::store::sqlite::SqliteStore;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mark_waited_for_means_every_event_before_it_is_in_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(SystemClock);
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("t.db"), clock.clone())
+                .await
+                .unwrap(),
+        );
+        let host = crate::policy::PolicyHost::new(crate::policy::HostConfig::default()).unwrap();
+        let shapers = Arc::new(
+            Shapers::new(host, crate::policy::shaper::default_limits())
+                .await
+                .unwrap(),
+        );
+        let channel = Channel::new();
+        let events = Events::new(Some(channel.outbox.clone()));
+        let config = WebhooksConfig {
+            allow_loopback: true,
+            ..WebhooksConfig::default()
+        };
+        let webhooks = Webhooks::start(
+            store.clone(),
+            config,
+            clock,
+            channel,
+            shapers,
+            Arc::default(),
+        )
+        .await
+        .unwrap();
+        // A receiver that is never there: everything stays pending.
+        let sub = webhooks
+            .create(Subscribe {
+                url: "http://127.0.0.1:9/hook".into(),
+                events: vec!["*".into()],
+                ..Subscribe::default()
+            })
+            .await
+            .unwrap();
+        let outbox = events.outbox().unwrap();
+        let before = outbox.mark();
+        for i in 0..500 {
+            events.emit(|| {
+                Event::now(
+                    "routing.rule",
+                    &format!("req-{i}"),
+                    serde_json::json!({}),
+                    "t",
+                    "u",
+                )
+            });
+        }
+        let mark = outbox.mark();
+        assert_eq!(mark - before, 500);
+        outbox.persisted_to(mark).await;
+        let stored = store
+            .pending_deliveries(sub.id.clone(), 0, 1_000)
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), 500);
+        webhooks.shut_down().await;
+    }
+}
