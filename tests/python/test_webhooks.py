@@ -342,3 +342,32 @@ def test_an_event_is_persisted_before_the_response_that_emitted_it(sim, keys, tm
         assert [a["json"]["request_id"] for a in receiver.accepted()] == sent
     finally:
         gw.kill()
+
+
+def test_a_rotated_secret_signs_alongside_the_old_one_during_its_grace(hooked, keys, receiver):
+    sub = subscribe(hooked, keys, receiver)
+    old = sub["secret"]
+    with admin(hooked, keys) as a:
+        assert a.post(f"/v1/admin/webhooks/{sub['id']}/rotate", json={"grace_seconds": 10**9}).status_code == 400
+        r = a.post(f"/v1/admin/webhooks/{sub['id']}/rotate", json={"grace_seconds": 3600})
+        assert r.status_code == 200, r.text
+        new = r.json()["secret"]
+        assert new != old and new.startswith("whsec_") and r.json()["previous_secret_valid_until"]
+        assert "secret" not in a.get(f"/v1/admin/webhooks/{sub['id']}").json()
+    # A receiver still on the old secret verifies, and so does one on the new.
+    chat(hooked, keys)
+    [first] = harness.wait_for(lambda: receiver.accepted(), what="a delivery during the grace")
+    assert first["signature_ok"] and len(first["headers"]["webhook-signature"].split()) == 2
+    receiver.secret = new
+    assert receiver.verify(first["headers"], first["body"])
+
+    # Grace 0: the old secret stops at once.
+    with admin(hooked, keys) as a:
+        newer = a.post(f"/v1/admin/webhooks/{sub['id']}/rotate", json={"grace_seconds": 0}).json()["secret"]
+    chat(hooked, keys)
+    harness.wait_for(lambda: len(receiver.accepted()) == 2, what="a delivery after the second rotation")
+    second = receiver.accepted()[1]
+    assert len(second["headers"]["webhook-signature"].split()) == 1
+    assert not receiver.verify(second["headers"], second["body"])  # still on `new`
+    receiver.secret = newer
+    assert receiver.verify(second["headers"], second["body"])

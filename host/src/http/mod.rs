@@ -388,6 +388,7 @@ pub fn router(state: AppState) -> Router {
             get(webhooks::get).delete(webhooks::delete),
         )
         .route("/v1/admin/webhooks/{id}/test", post(webhooks::test))
+        .route("/v1/admin/webhooks/{id}/rotate", post(webhooks::rotate))
         .route(
             "/v1/admin/webhooks/{id}/deliveries",
             get(webhooks::deliveries),

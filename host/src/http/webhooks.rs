@@ -108,6 +108,45 @@ pub async fn test(
         .into_response())
 }
 
+/// Longest grace a rotated secret may keep signing.
+const MAX_GRACE_SECS: u64 = 7 * 24 * 3_600;
+const DEFAULT_GRACE_SECS: u64 = 24 * 3_600;
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Rotate {
+    /// How long the old secret keeps signing alongside the new one (0: it stops at once).
+    #[serde(default)]
+    grace_seconds: Option<u64>,
+}
+
+/// `POST /v1/admin/webhooks/{id}/rotate` `{grace_seconds?}` (default a day, at most 7): a new
+/// secret, in the answer once; deliveries carry both signatures until the grace ends.
+pub async fn rotate(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    req: Body,
+) -> Result<Response, ApiError> {
+    let r: Rotate = body::read_json(&headers, req, &app.0.config.server, "rotation").await?;
+    let grace = r.grace_seconds.unwrap_or(DEFAULT_GRACE_SECS);
+    if grace > MAX_GRACE_SECS {
+        return Err(ApiError::invalid(
+            "grace_seconds",
+            format!("`grace_seconds` must be at most {MAX_GRACE_SECS}."),
+        ));
+    }
+    let w = app
+        .0
+        .webhooks
+        .rotate(&id, std::time::Duration::from_secs(grace))
+        .await?;
+    let mut out = render(&w);
+    out["secret"] = Value::String(w.secret.clone());
+    out["previous_secret_valid_until"] = json!(w.previous_until.map(secs));
+    Ok(Json(out).into_response())
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveriesQuery {

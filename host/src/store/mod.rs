@@ -126,6 +126,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn webhook(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Webhook>>>;
     /// Deletes the subscription and its outbox. `false` when there was no such subscription.
     fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+    /// A new signing secret; the old one keeps signing for `grace_ms` (0: stops at once).
+    /// `None` when there is no such subscription.
+    fn rotate_webhook_secret(
+        &self,
+        id: String,
+        secret: String,
+        grace_ms: i64,
+    ) -> BoxFuture<'_, StoreResult<Option<Webhook>>>;
     /// Persists a batch of deliveries in one transaction; each one's seq, in order (0 for a
     /// subscription deleted meanwhile, which takes nothing).
     fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>>;

@@ -26,6 +26,9 @@ pub struct Webhook {
     pub team_id: Option<TeamId>,
     pub shaper: Option<String>,
     pub secret: String,
+    /// After a rotation: the secret before it, which also signs until `previous_until`.
+    pub previous_secret: Option<String>,
+    pub previous_until: Option<UnixMillis>,
     pub description: Option<String>,
     pub created_at: UnixMillis,
 }

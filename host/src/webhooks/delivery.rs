@@ -141,7 +141,21 @@ async fn attempt(shared: &Shared, sub: &Sub, d: &Delivery) -> AttemptRecord {
 
     // 2. Signed after shaping: what is signed is exactly what is sent.
     let timestamp = started.div_euclid(1_000);
-    let signature = sign::signature(&sub.key, &d.event_id, timestamp, &body);
+    // During a rotation's grace both secrets sign (space-separated, as the scheme allows).
+    let signature = {
+        let keys = sub
+            .keys
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut sig = sign::signature(&keys.current, &d.event_id, timestamp, &body);
+        if let Some((old, until)) = &keys.previous
+            && started < *until
+        {
+            sig.push(' ');
+            sig.push_str(&sign::signature(old, &d.event_id, timestamp, &body));
+        }
+        sig
+    };
     for (name, value) in [
         (WEBHOOK_ID, d.event_id.clone()),
         (WEBHOOK_TIMESTAMP, timestamp.to_string()),

@@ -91,14 +91,42 @@ pub(crate) struct Shared {
 
 pub(crate) struct Sub {
     webhook: Webhook,
-    /// The signing key (the secret decoded).
-    key: Vec<u8>,
+    /// The signing keys (secrets decoded), changed by a rotation.
+    keys: RwLock<Keys>,
     url: Url,
     /// New deliveries, a re-drive, or deletion.
     wake: Notify,
     /// Set by a re-drive: the worker re-reads the outbox from its oldest pending delivery.
     reload: AtomicBool,
     deleted: AtomicBool,
+}
+
+/// A subscription's signing keys: the current one, and the one before a rotation with the end of
+/// its grace.
+pub(crate) struct Keys {
+    pub current: Vec<u8>,
+    pub previous: Option<(Vec<u8>, crate::store::UnixMillis)>,
+}
+
+impl Keys {
+    fn of(w: &Webhook) -> Result<Keys, WebhookError> {
+        let decode = |s: &str| {
+            sign::secret_key(s).ok_or_else(|| {
+                WebhookError::Store(StoreError::Corrupt(format!(
+                    "webhook {}: a secret is not a whsec_ secret",
+                    w.id
+                )))
+            })
+        };
+        let previous = match (&w.previous_secret, w.previous_until) {
+            (Some(s), Some(until)) => Some((decode(s)?, until)),
+            _ => None,
+        };
+        Ok(Keys {
+            current: decode(&w.secret)?,
+            previous,
+        })
+    }
 }
 
 /// The outbox's two ends, made before the events channel that feeds it.
@@ -250,6 +278,27 @@ impl Webhooks {
         Ok(())
     }
 
+    /// A new signing secret for the subscription (returned with it, shown once); the old one
+    /// keeps signing alongside for `grace` (receivers verify with either), then stops.
+    pub async fn rotate(
+        &self,
+        id: &str,
+        grace: std::time::Duration,
+    ) -> Result<Webhook, WebhookError> {
+        let sub = self.shared.sub(id)?;
+        let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+        let rotated = self
+            .shared
+            .store
+            .rotate_webhook_secret(sub.webhook.id.clone(), sign::new_secret(), grace_ms)
+            .await?
+            .ok_or_else(|| WebhookError::NotFound(id.to_string()))?;
+        *sub.keys
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Keys::of(&rotated)?;
+        Ok(rotated)
+    }
+
     /// Enqueues a `webhook.test` ping for this subscription only; returns its event id.
     pub async fn test(&self, id: &str) -> Result<String, WebhookError> {
         let sub = self.shared.sub(id)?;
@@ -327,16 +376,11 @@ impl Shared {
 
     /// Registers a stored subscription and starts its worker.
     fn add(self: &Arc<Self>, webhook: Webhook) -> Result<(), WebhookError> {
-        let key = sign::secret_key(&webhook.secret).ok_or_else(|| {
-            WebhookError::Store(StoreError::Corrupt(format!(
-                "webhook {}: the secret is not a whsec_ secret",
-                webhook.id
-            )))
-        })?;
+        let keys = RwLock::new(Keys::of(&webhook)?);
         let url = Url::parse(&webhook.url)
             .map_err(|e| WebhookError::Invalid(format!("stored url of {}: {e}", webhook.id)))?;
         let sub = Arc::new(Sub {
-            key,
+            keys,
             url,
             wake: Notify::new(),
             reload: AtomicBool::new(false),

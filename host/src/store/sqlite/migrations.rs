@@ -123,6 +123,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX webhook_attempts_by_seq ON webhook_attempts(seq);
     ",
+    // 6: webhook secret rotation: the previous secret keeps signing (a second signature) until
+    // its grace ends.
+    r"
+    ALTER TABLE webhooks ADD COLUMN previous_secret TEXT;
+    ALTER TABLE webhooks ADD COLUMN previous_until INTEGER;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -239,6 +239,15 @@ impl Store for SqliteStore {
         self.run(move |c, _| webhooks::delete(c, &id))
     }
 
+    fn rotate_webhook_secret(
+        &self,
+        id: String,
+        secret: String,
+        grace_ms: i64,
+    ) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
+        self.run(move |c, now| webhooks::rotate(c, now, &id, &secret, grace_ms))
+    }
+
     fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {
         self.run(move |c, now| webhooks::enqueue(c, now, &batch))
     }

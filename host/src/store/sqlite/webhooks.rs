@@ -10,8 +10,8 @@ use crate::store::webhooks::{
 };
 use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
 
-const SELECT_WEBHOOK: &str =
-    "SELECT id, url, events, team_id, shaper, secret, description, created_at FROM webhooks";
+const SELECT_WEBHOOK: &str = "SELECT id, url, events, team_id, shaper, secret, description,
+        created_at, previous_secret, previous_until FROM webhooks";
 
 fn webhook_row(r: &Row<'_>) -> rusqlite::Result<(Webhook, String)> {
     Ok((
@@ -24,6 +24,8 @@ fn webhook_row(r: &Row<'_>) -> rusqlite::Result<(Webhook, String)> {
             secret: r.get(5)?,
             description: r.get(6)?,
             created_at: r.get(7)?,
+            previous_secret: r.get(8)?,
+            previous_until: r.get(9)?,
         },
         r.get(2)?,
     ))
@@ -57,9 +59,33 @@ pub(super) fn create(c: &mut Connection, now: UnixMillis, w: NewWebhook) -> Stor
         team_id: w.team_id,
         shaper: w.shaper,
         secret: w.secret,
+        previous_secret: None,
+        previous_until: None,
         description: w.description,
         created_at: now,
     })
+}
+
+/// Makes `secret` the signing secret; the old one keeps signing for `grace_ms` (0: not at all).
+pub(super) fn rotate(
+    c: &mut Connection,
+    now: UnixMillis,
+    id: &str,
+    secret: &str,
+    grace_ms: i64,
+) -> StoreResult<Option<Webhook>> {
+    let n = c.execute(
+        "UPDATE webhooks SET
+             previous_secret = CASE WHEN ?3 > 0 THEN secret END,
+             previous_until = CASE WHEN ?3 > 0 THEN ?4 + ?3 END,
+             secret = ?2
+         WHERE id = ?1",
+        params![id, secret, grace_ms, now],
+    )?;
+    if n == 0 {
+        return Ok(None);
+    }
+    get(c, id)
 }
 
 pub(super) fn list(c: &Connection) -> StoreResult<Vec<Webhook>> {
