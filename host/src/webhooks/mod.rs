@@ -191,7 +191,7 @@ impl Webhooks {
                 tracing::error!(webhook = %w.id, error = %e, "webhook subscription not loaded");
             }
         }
-        tokio::spawn(outbox::write(shared.clone(), channel.rx));
+        outbox::start_writer(shared.clone(), channel.rx);
         tokio::spawn(prune(shared.clone()));
         Ok(Webhooks { shared })
     }

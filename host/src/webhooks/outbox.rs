@@ -1,85 +1,84 @@
 //! The durable outbox's front: events handed over by [`crate::events::Events::emit`] (never
 //! blocking the request that emitted) are matched against the subscriptions and persisted as
-//! deliveries in batches, one transaction each (group commit); only then do the subscriptions'
-//! workers see them. A store failure is retried, never dropped. [`Outbox::flush`] waits until
-//! everything pushed before it is persisted (shutdown drains this way); [`Outbox::persisted_to`]
-//! lets a request wait until the events it emitted are persisted before it answers.
+//! deliveries with group commit (`crate::store::group_commit`); only then do the subscriptions'
+//! workers see them. [`Outbox::flush`] waits until everything pushed before it is persisted
+//! (shutdown drains this way); [`Outbox::persisted_to`] lets a request wait until the events it
+//! emitted are persisted before it answers.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 
-use super::Shared;
+use super::{Shared, Sub};
 use crate::events::Event;
+use crate::store::group_commit::{GroupCommit, Writer};
 use crate::store::webhooks::NewDelivery;
 
 /// Most events persisted in one transaction.
 const BATCH: usize = 512;
 
-pub(super) enum Msg {
-    /// To every subscription that wants it.
-    Event(Arc<Event>),
-    /// To one subscription whatever it subscribed to (the test ping).
-    Only(Arc<Event>, String),
-    Flush(oneshot::Sender<()>),
-}
-
 /// How long a request waits for its events to be persisted before it goes on without (the store
 /// is failing; the writer keeps retrying and logs it).
 const PERSIST_WAIT: Duration = Duration::from_secs(2);
 
+/// An event on its way to the outbox.
+#[derive(Clone)]
+pub(super) struct Outgoing {
+    event: Arc<Event>,
+    /// To this subscription only, whatever it subscribed to (the test ping); `None`: to every
+    /// subscription that wants it.
+    only: Option<String>,
+}
+
 /// The emitting side, held by [`crate::events::Events`].
 #[derive(Debug, Clone)]
 pub struct Outbox {
-    /// Events are numbered in channel order under this lock, so "the writer has persisted n"
+    queue: GroupCommit<Outgoing>,
+    /// Events are numbered in queue order under this lock, so "the writer has persisted n"
     /// means every event numbered up to n.
-    tx: Arc<std::sync::Mutex<(mpsc::UnboundedSender<Msg>, u64)>>,
+    order: Arc<Mutex<()>>,
+    /// Events handed over so far (read without the lock: [`Outbox::mark`]).
+    pushed: Arc<AtomicU64>,
     subscriptions: Arc<AtomicUsize>,
     persisted: watch::Receiver<u64>,
 }
 
-/// The writer's end: the messages, and how many events it has persisted.
+/// The writer's end, started once the subscriptions are loaded ([`start_writer`]).
 pub(super) struct Receiver {
-    rx: mpsc::UnboundedReceiver<Msg>,
+    writer: Writer<Outgoing>,
     persisted: watch::Sender<u64>,
 }
 
 impl Outbox {
     pub(super) fn channel() -> (Outbox, Receiver) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (queue, writer) = GroupCommit::channel();
         let (persisted_tx, persisted) = watch::channel(0);
         (
             Outbox {
-                tx: Arc::new(std::sync::Mutex::new((tx, 0))),
-                subscriptions: Arc::new(AtomicUsize::new(0)),
+                queue,
+                order: Arc::default(),
+                pushed: Arc::default(),
+                subscriptions: Arc::default(),
                 persisted,
             },
             Receiver {
-                rx,
+                writer,
                 persisted: persisted_tx,
             },
         )
     }
 
-    fn send(&self, msg: Msg) -> bool {
-        let mut g = self
-            .tx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if matches!(msg, Msg::Event(_) | Msg::Only(..)) {
-            g.1 += 1;
-        }
-        g.0.send(msg).is_ok()
+    fn send(&self, o: Outgoing) {
+        let _numbered = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        self.pushed.fetch_add(1, Ordering::AcqRel);
+        self.queue.push(o);
     }
 
     /// How many events were handed over so far (a mark for [`Outbox::persisted_to`]).
     pub fn mark(&self) -> u64 {
-        self.tx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .1
+        self.pushed.load(Ordering::Acquire)
     }
 
     /// Waits until every event handed over up to `mark` is persisted (bounded: a failing store
@@ -105,59 +104,56 @@ impl Outbox {
     }
 
     pub fn push(&self, event: Arc<Event>) {
-        self.send(Msg::Event(event));
+        self.send(Outgoing { event, only: None });
     }
 
     pub(super) fn push_to(&self, event: Arc<Event>, webhook_id: String) {
-        self.send(Msg::Only(event, webhook_id));
+        self.send(Outgoing {
+            event,
+            only: Some(webhook_id),
+        });
     }
 
     /// Returns once every event pushed before this call is persisted (or the writer is gone).
     pub async fn flush(&self) {
-        let (ack, done) = oneshot::channel();
-        if self.send(Msg::Flush(ack)) {
-            let _ = done.await;
-        }
+        self.queue.flush().await;
     }
 }
 
-/// The writer task: batches from the channel into the store, then wakes the workers.
-pub(super) async fn write(shared: Arc<Shared>, rx: Receiver) {
-    let Receiver {
-        mut rx,
-        persisted: done,
-    } = rx;
-    let mut persisted = 0u64;
-    let mut msgs = Vec::with_capacity(BATCH);
-    while rx.recv_many(&mut msgs, BATCH).await > 0 {
-        let mut batch = Vec::new();
-        let mut acks = Vec::new();
-        let mut events = 0;
-        for m in msgs.drain(..) {
-            match m {
-                Msg::Event(e) => {
-                    events += 1;
-                    fan_out(&shared, &e, None, &mut batch);
-                }
-                Msg::Only(e, id) => {
-                    events += 1;
-                    fan_out(&shared, &e, Some(&id), &mut batch);
-                }
-                Msg::Flush(ack) => acks.push(ack),
+/// Starts the writer: each batch matched against the subscriptions, persisted in one
+/// transaction, then the workers woken and the persisted count moved on.
+pub(super) fn start_writer(shared: Arc<Shared>, rx: Receiver) {
+    let Receiver { writer, persisted } = rx;
+    let persisted = Arc::new(persisted);
+    writer.start("webhook deliveries", BATCH, move |events: Vec<Outgoing>| {
+        let shared = shared.clone();
+        let persisted = persisted.clone();
+        Box::pin(async move {
+            let subs = shared.subscriptions();
+            let mut batch = Vec::new();
+            for o in &events {
+                fan_out(&subs, &o.event, o.only.as_deref(), &mut batch);
             }
-        }
-        if !batch.is_empty() {
-            persist(&shared, batch).await;
-        }
-        persisted += events;
-        done.send_replace(persisted);
-        for ack in acks {
-            let _ = ack.send(());
-        }
-    }
+            let mut woken: Vec<String> = Vec::new();
+            for d in &batch {
+                if !woken.contains(&d.webhook_id) {
+                    woken.push(d.webhook_id.clone());
+                }
+            }
+            if !batch.is_empty() {
+                shared.store.enqueue_deliveries(batch).await?;
+            }
+            for id in &woken {
+                shared.wake(id);
+            }
+            let n = u64::try_from(events.len()).unwrap_or(u64::MAX);
+            persisted.send_modify(|p| *p += n);
+            Ok(())
+        })
+    });
 }
 
-fn fan_out(shared: &Shared, e: &Event, only: Option<&str>, batch: &mut Vec<NewDelivery>) {
+fn fan_out(subs: &[Arc<Sub>], e: &Event, only: Option<&str>, batch: &mut Vec<NewDelivery>) {
     let payload = match serde_json::to_string(e) {
         Ok(p) => p,
         Err(err) => {
@@ -166,7 +162,7 @@ fn fan_out(shared: &Shared, e: &Event, only: Option<&str>, batch: &mut Vec<NewDe
         }
     };
     let team = e.metadata.team_id.as_deref();
-    for sub in shared.subscriptions() {
+    for sub in subs {
         let w = &sub.webhook;
         let wanted = match only {
             Some(id) => w.id == id,
@@ -179,27 +175,6 @@ fn fan_out(shared: &Shared, e: &Event, only: Option<&str>, batch: &mut Vec<NewDe
                 kind: e.event.to_string(),
                 payload: payload.clone(),
             });
-        }
-    }
-}
-
-async fn persist(shared: &Shared, batch: Vec<NewDelivery>) {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        match shared.store.enqueue_deliveries(batch.clone()).await {
-            Ok(_) => break,
-            Err(e) => {
-                tracing::error!(error = %e, deliveries = batch.len(), retry_in = ?backoff, "webhook outbox: persisting failed; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
-    let mut woken: Vec<&str> = Vec::new();
-    for d in &batch {
-        if !woken.contains(&d.webhook_id.as_str()) {
-            woken.push(&d.webhook_id);
-            shared.wake(&d.webhook_id);
         }
     }
 }
