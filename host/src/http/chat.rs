@@ -152,56 +152,39 @@ pub async fn chat_completions(
     .await;
 
     // 6. The answer, with the headers of the model that served (or failed last).
-    let (mut response, model) = match served {
-        Ok(served) => {
-            let model = served.model.clone();
-            if !Arc::ptr_eq(&model, &route.model) {
-                audit.route(&fallback::served_route(&route, &model));
-            }
-            let response = forward(
-                &app,
-                &ctx,
-                &audit,
-                (&principal, &actor),
-                (stream, wants_usage),
-                served,
-            )
-            .await
-            .unwrap_or_else(|e| {
-                Metrics::inc(&app.0.metrics.upstream_errors_total);
-                audit.upstream_failed();
-                let response = e.into_response();
-                completed(
-                    &app,
-                    &ctx,
-                    (&principal, &actor),
-                    &model.id,
-                    response.status().as_u16(),
-                    None,
-                );
-                response
-            });
-            (response, model)
-        }
-        Err(not_served) => {
-            Metrics::inc(&app.0.metrics.upstream_errors_total);
-            audit.upstream_failed();
-            if !Arc::ptr_eq(&not_served.model, &route.model) {
-                audit.route(&fallback::served_route(&route, &not_served.model));
-            }
-            let model = not_served.model.clone();
-            let response = not_served.into_response();
-            completed(
-                &app,
-                &ctx,
-                (&principal, &actor),
-                &model.id,
-                response.status().as_u16(),
-                None,
-            );
-            (response, model)
-        }
+    let model = match &served {
+        Ok(s) => s.model.clone(),
+        Err(n) => n.model.clone(),
     };
+    if !Arc::ptr_eq(&model, &route.model) {
+        audit.route(&fallback::served_route(&route, &model));
+    }
+    let answered = match served {
+        Ok(served) => forward(
+            &app,
+            &ctx,
+            &audit,
+            (&principal, &actor),
+            (stream, wants_usage),
+            served,
+        )
+        .await
+        .map_err(IntoResponse::into_response),
+        Err(not_served) => Err(not_served.into_response()),
+    };
+    let mut response = answered.unwrap_or_else(|failed| {
+        Metrics::inc(&app.0.metrics.upstream_errors_total);
+        audit.upstream_failed();
+        completed(
+            &app,
+            &ctx,
+            (&principal, &actor),
+            &model.id,
+            failed.status().as_u16(),
+            None,
+        );
+        failed
+    });
     set_route_headers(response.headers_mut(), &route.policy, &model);
     tracing::debug!(request_id = %ctx.id, key = %principal.key_id, model = %model.id, "chat completion");
     Ok(response)
@@ -245,7 +228,7 @@ async fn forward(
         let ctx_for_event = ctx.clone();
         let principal_for_event = principal.clone();
         let actor_for_event = actor.to_string();
-        let model_for_event = model.id.clone();
+        let model_for_event = model.clone();
         let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
             audit.stream_finished(&summary);
             // Charged however the stream ended: the upstream's usage, else counted.
@@ -261,7 +244,7 @@ async fn forward(
                 &app,
                 &ctx_for_event,
                 (&principal_for_event, &actor_for_event),
-                &model_for_event,
+                &model_for_event.id,
                 match summary.outcome {
                     StreamOutcome::Completed => 200,
                     StreamOutcome::ClientGone => 499,
