@@ -187,6 +187,10 @@ def test_the_admin_api(hooked, keys, receiver, http):
         assert a.get(f"/v1/admin/webhooks/{sub['id']}/deliveries", params={"limit": 0}).status_code == 400
         assert a.get(f"/v1/admin/webhooks/{sub['id']}/deliveries", params={"state": "x"}).status_code == 400
 
+        # Actions whose body is optional take none.
+        r = a.post(f"/v1/admin/webhooks/{sub['id']}/deliveries/redrive")
+        assert r.status_code == 200 and r.json()["redriven"] == 0
+
         assert a.delete(f"/v1/admin/webhooks/{sub['id']}").status_code == 200
         assert a.get(f"/v1/admin/webhooks/{sub['id']}").status_code == 404
     # Members may not manage webhooks.

@@ -105,6 +105,21 @@ pub async fn read_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| ApiError::bad_request(format!("Invalid {what}: {e}.")))
 }
 
+/// [`read_json`] for actions whose body is optional (`POST …/rotate`): without a
+/// `Content-Type`, the defaults.
+pub async fn read_json_or_default<T: serde::de::DeserializeOwned + Default>(
+    headers: &HeaderMap,
+    body: Body,
+    server: &ServerConfig,
+    what: &str,
+) -> Result<T, ApiError> {
+    if headers.contains_key(header::CONTENT_TYPE) {
+        read_json(headers, body, server, what).await
+    } else {
+        Ok(T::default())
+    }
+}
+
 /// Reads and throws away a request body the gateway refuses before looking at it (401, 403,
 /// 429), within the server's size and time limits. Answering with the body unread would make
 /// hyper close the connection with the client's bytes still unread, and the kernel then resets

@@ -138,11 +138,8 @@ pub async fn rotate(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let r: Rotate = if headers.contains_key(http::header::CONTENT_TYPE) {
-        body::read_json(&headers, req, &app.0.config.server, "rotation").await?
-    } else {
-        Rotate::default()
-    };
+    let r: Rotate =
+        body::read_json_or_default(&headers, req, &app.0.config.server, "rotation").await?;
     let grace_ms = match r.grace_seconds {
         Some(s) => i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX),
         None => i64::try_from(app.0.config.access.rotation_grace.as_millis()).unwrap_or(i64::MAX),

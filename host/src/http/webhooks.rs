@@ -128,7 +128,8 @@ pub async fn rotate(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let r: Rotate = body::read_json(&headers, req, &app.0.config.server, "rotation").await?;
+    let r: Rotate =
+        body::read_json_or_default(&headers, req, &app.0.config.server, "rotation").await?;
     let grace = r.grace_seconds.unwrap_or(DEFAULT_GRACE_SECS);
     if grace > MAX_GRACE_SECS {
         return Err(ApiError::invalid(
@@ -221,7 +222,8 @@ pub async fn redrive(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let r: Redrive = body::read_json(&headers, req, &app.0.config.server, "redrive").await?;
+    let r: Redrive =
+        body::read_json_or_default(&headers, req, &app.0.config.server, "redrive").await?;
     if r.seqs.as_ref().is_some_and(|s| s.len() > MAX_REDRIVE_SEQS) {
         return Err(ApiError::invalid(
             "seqs",
