@@ -221,18 +221,11 @@ impl ShaperPolicy {
             self.limits,
             budget,
         );
-        let instance = match self.pre.instantiate_async(&mut store).await {
-            Ok(i) => i,
-            Err(e) => {
-                return Err(super::call::classify(
-                    &self.name,
-                    self.limits,
-                    &store,
-                    e,
-                    true,
-                ));
-            }
-        };
+        let instance = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| super::call::classify(&self.name, self.limits, &store, e, true))?;
         let answer = instance
             .sovereign_policy_webhook_shaper()
             .call_shape(&mut store, &WitEvent::from(event), target)
