@@ -75,11 +75,6 @@ impl Events {
         let _ = self.tx.send(event);
     }
 
-    /// Whether an event of this kind would be kept by anyone (to skip work that only builds it).
-    pub fn listened(&self) -> bool {
-        self.tx.receiver_count() > 0 || self.outbox.as_ref().is_some_and(Outbox::wanted)
-    }
-
     /// The webhook outbox this channel feeds, when there is one.
     pub fn outbox(&self) -> Option<&Outbox> {
         self.outbox.as_ref()

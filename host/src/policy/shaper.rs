@@ -187,14 +187,6 @@ impl ShaperPolicy {
         Ok(policy)
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn sha256(&self) -> &str {
-        &self.sha256
-    }
-
     /// What the admin API lists about it.
     pub fn info(&self) -> ShaperInfo {
         ShaperInfo {

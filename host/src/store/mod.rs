@@ -124,7 +124,6 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>>;
     /// Every subscription, oldest first (secrets included: the caller hides them).
     fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>>;
-    fn webhook(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Webhook>>>;
     /// Deletes the subscription and its outbox. `false` when there was no such subscription.
     fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
     /// A new signing secret; the old one keeps signing for `grace_ms` (0: stops at once).

@@ -231,10 +231,6 @@ impl Store for SqliteStore {
         self.run(|c, _| webhooks::list(c))
     }
 
-    fn webhook(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
-        self.run(move |c, _| webhooks::get(c, &id))
-    }
-
     fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run(move |c, _| webhooks::delete(c, &id))
     }
