@@ -348,7 +348,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
+            state.0.events.clone(),
             events_persisted,
         ))
         .route_layer(middleware::from_fn_with_state(
@@ -445,8 +445,8 @@ pub fn router(state: AppState) -> Router {
 /// persisted in the webhook outbox before its response is returned: an event counts as emitted
 /// once it is durable. Nothing waits when no event was handed to the outbox meanwhile (no
 /// subscription, or none emitted); delivery itself is never waited for.
-async fn events_persisted(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(outbox) = app.0.events.outbox() else {
+async fn events_persisted(State(events): State<Events>, req: Request, next: Next) -> Response {
+    let Some(outbox) = events.outbox() else {
         return next.run(req).await;
     };
     let before = outbox.mark();
@@ -613,4 +613,53 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         "The gateway hit an internal error; the request was not completed.",
     )
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+    use crate::events::Event;
+    use crate::webhooks::{Channel, PERSIST_WAIT};
+    use tower::ServiceExt as _;
+
+    /// A route behind the `events_persisted` layer whose handler emits (or not), over an outbox
+    /// that has a subscription but whose writer never runs: an emitting request can only be
+    /// answered once the layer gives up waiting.
+    fn app(events: &Events) -> Router {
+        let emitting = events.clone();
+        Router::new()
+            .route(
+                "/emit",
+                post(move || async move {
+                    emitting.emit(|| {
+                        Event::now("routing.rule", "req-1", serde_json::json!({}), "t", "u")
+                    });
+                    "ok"
+                }),
+            )
+            .route("/quiet", post(|| async { "ok" }))
+            .route_layer(middleware::from_fn_with_state(
+                events.clone(),
+                events_persisted,
+            ))
+    }
+
+    async fn took(router: &Router, path: &str) -> std::time::Duration {
+        let t = Instant::now();
+        let req = Request::post(path).body(axum::body::Body::empty()).unwrap();
+        let res = router.clone().oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        t.elapsed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_waits_until_the_events_its_request_emitted_are_persisted() {
+        let channel = Channel::stalled_for_tests();
+        let events = Events::new(Some(channel.outbox.clone()));
+        let router = app(&events);
+        // Paused clock: the wait is virtual time, and exactly the layer's bound.
+        assert!(took(&router, "/emit").await >= PERSIST_WAIT);
+        assert_eq!(took(&router, "/quiet").await, std::time::Duration::ZERO);
+    }
 }

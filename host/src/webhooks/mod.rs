@@ -24,7 +24,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::{Notify, Semaphore, watch};
 use url::Url;
 
-pub use outbox::Outbox;
+pub use outbox::{Outbox, PERSIST_WAIT};
 
 use crate::config::WebhooksConfig;
 use crate::events::{Event, Metadata};
@@ -139,6 +139,16 @@ impl Channel {
     pub fn new() -> Channel {
         let (outbox, rx) = Outbox::channel();
         Channel { outbox, rx }
+    }
+}
+
+#[cfg(test)]
+impl Channel {
+    /// An outbox with one subscription whose writer is never started: nothing is ever persisted.
+    pub(crate) fn stalled_for_tests() -> Channel {
+        let channel = Channel::new();
+        channel.outbox.set_subscriptions(1);
+        channel
     }
 }
 

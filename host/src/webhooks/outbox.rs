@@ -21,7 +21,7 @@ const BATCH: usize = 512;
 
 /// How long a request waits for its events to be persisted before it goes on without (the store
 /// is failing; the writer keeps retrying and logs it).
-const PERSIST_WAIT: Duration = Duration::from_secs(2);
+pub const PERSIST_WAIT: Duration = Duration::from_secs(2);
 
 /// An event on its way to the outbox.
 #[derive(Clone)]
