@@ -3,19 +3,24 @@
 //! a [`Gateway`] (policies loaded, tokenizer built) and serves it; tests do the same on port 0.
 
 pub mod access;
+pub mod admin;
+pub mod api;
 pub mod auth;
 pub mod budget;
 pub mod config;
 pub mod demo;
 pub mod events;
 pub mod facts;
-pub mod http;
 pub mod journal;
 pub mod metrics;
+pub mod pipeline;
 pub mod policy;
 pub mod residency;
+pub mod routes;
 pub mod routing;
+pub mod server;
 pub mod simulator;
+pub mod state;
 pub mod store;
 pub mod upstream;
 pub mod webhooks;
@@ -25,12 +30,12 @@ use std::future::Future;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
-use crate::http::serve::{ServeOptions, serve};
+use crate::server::serve::{ServeOptions, serve};
 
 /// A gateway ready to serve: its policies compiled, checked and smoke-called, its facts engine
 /// built. Preparing takes up to seconds; serving starts at once.
 pub struct Gateway {
-    state: http::AppState,
+    state: state::AppState,
     opts: ServeOptions,
 }
 
@@ -41,18 +46,18 @@ impl Gateway {
             header_read_timeout: config.server.header_read_timeout,
             shutdown_grace: config.server.shutdown_grace,
         };
-        let state = http::AppState::new(config).await?;
+        let state = state::AppState::new(config).await?;
         Ok(Gateway { state, opts })
     }
 
     /// [`Gateway::new`] with test doubles (clocks).
-    pub async fn with_parts(config: Config, parts: http::Parts) -> anyhow::Result<Gateway> {
+    pub async fn with_parts(config: Config, parts: state::Parts) -> anyhow::Result<Gateway> {
         let opts = ServeOptions {
             max_connections: config.server.max_connections,
             header_read_timeout: config.server.header_read_timeout,
             shutdown_grace: config.server.shutdown_grace,
         };
-        let state = http::AppState::with_parts(config, parts).await?;
+        let state = state::AppState::with_parts(config, parts).await?;
         Ok(Gateway { state, opts })
     }
 
@@ -67,7 +72,7 @@ impl Gateway {
     }
 
     /// The shared state the server runs on (tests reach its events and journal through it).
-    pub fn state(&self) -> &http::AppState {
+    pub fn state(&self) -> &state::AppState {
         &self.state
     }
 
@@ -90,7 +95,7 @@ impl Gateway {
         });
         let result = serve(
             listener,
-            http::router(self.state.clone()),
+            routes::router(self.state.clone()),
             self.opts,
             shutdown,
         )

@@ -29,9 +29,26 @@ pub struct Metrics {
     pub webhook_skipped_total: AtomicU64,
 }
 
+/// One exposed series: name, type, help text, value.
+type Series<'a> = (&'static str, &'static str, &'static str, &'a AtomicU64);
+
 impl Metrics {
+    /// The text exposition format: `# HELP`, `# TYPE` and the value of every series.
     pub fn render(&self) -> String {
-        let rows: [(&str, &str, &str, &AtomicU64); 19] = [
+        let mut out = String::new();
+        for (name, kind, help, v) in self.series() {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
+        }
+        out
+    }
+
+    /// Every series, in the order exposed.
+    fn series(&self) -> [Series<'_>; 19] {
+        [
             (
                 "sovereign_rate_limited_total",
                 "counter",
@@ -146,16 +163,7 @@ impl Metrics {
                 "Webhook deliveries a shaper chose not to send",
                 &self.webhook_skipped_total,
             ),
-        ];
-        let mut out = String::new();
-        for (name, kind, help, v) in rows {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
-                v.load(Ordering::Relaxed)
-            );
-        }
-        out
+        ]
     }
 
     pub fn inc(counter: &AtomicU64) {

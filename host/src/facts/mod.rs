@@ -124,7 +124,7 @@ impl FactsEngine {
         &self.tokens
     }
 
-    /// The facts of a chat body that passed `http::validate::ChatRequest::parse`.
+    /// The facts of a chat body that passed `api::validate::ChatRequest::parse`.
     /// `classification_header` is the raw `X-Data-Classification` value, if sent.
     ///
     /// Cost: a few µs of hints, ~1.5 µs per 50 bytes of message text for the token count

@@ -2,7 +2,7 @@
 //! id, written by one writer thread with group commit, checkpointed with an Ed25519 signature,
 //! verified on open and by `sovereign journal verify`; read back by [`query`], pruned by
 //! [`retention`] behind a signed anchor. Format and guarantees: docs/JOURNAL.md. The request path
-//! appends through `http::audit`.
+//! appends through `pipeline::audit`.
 
 mod canonical;
 mod checkpoint;

@@ -9,9 +9,10 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::error::ApiError;
-use super::{AppState, body, params};
 use crate::budget::units;
+use crate::server::error::ApiError;
+use crate::server::{body, params};
+use crate::state::AppState;
 use crate::store::{BudgetScope, NewTeam, Plan, Team, TeamId, TeamPatch};
 
 #[derive(Debug, Deserialize)]

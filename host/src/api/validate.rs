@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::ApiError;
+use crate::server::error::ApiError;
 
 /// Roles the chat-completions convention defines.
 const ROLES: &[&str] = &[

@@ -22,12 +22,13 @@ use http::{HeaderName, Method, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::error::ApiError;
-use super::{AppState, RequestCtx};
 use crate::auth::Principal;
 use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
 use crate::metrics::Metrics;
+use crate::pipeline::RequestCtx;
 use crate::routing::Route;
+use crate::server::error::ApiError;
+use crate::state::AppState;
 use crate::upstream::{StreamOutcome, StreamSummary, Usage};
 
 /// Names the actor a request is made for, when the body has no `user`.
@@ -79,7 +80,7 @@ impl Audit {
         self.with(|f| f.prompt_hash = hash);
     }
 
-    /// The actor the handler resolved (`http::spend::actor`: the body's `user`, else the
+    /// The actor the handler resolved (`pipeline::call::Call::identify`: the body's `user`, else the
     /// `X-Actor-ID` header, else the key id). Requests refused before a handler read their body
     /// fall back to the header, read by the layer itself.
     pub fn actor(&self, actor: &str) {

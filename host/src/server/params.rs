@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::error::ApiError;
+use crate::server::error::ApiError;
 use crate::store::{Micros, UnixMillis};
 
 /// An instant as a client may write it: Unix seconds (integer) or RFC 3339 text

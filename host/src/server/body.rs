@@ -7,8 +7,8 @@ use http::{HeaderMap, StatusCode, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
-use super::error::ApiError;
 use crate::config::ServerConfig;
+use crate::server::error::ApiError;
 
 pub async fn read_json_object(
     headers: &HeaderMap,

@@ -12,13 +12,14 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::AppState;
-use super::admin::{AdminOnly, MAX_UPLOAD_BODY_BYTES, decode_component, settings_text};
-use super::body::read_json_object_within;
-use super::error::ApiError;
+use super::{MAX_UPLOAD_BODY_BYTES, decode_component, settings_text};
+use crate::pipeline::admission::AdminOnly;
 use crate::policy::PolicyError;
 use crate::policy::shaper::{MAX_SHAPERS, ShapeError, ShaperEvent, ShaperInfo, WORLD, valid_name};
 use crate::routing::registry::MAX_DOCUMENT_BYTES;
+use crate::server::body::read_json_object_within;
+use crate::server::error::ApiError;
+use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

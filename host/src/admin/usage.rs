@@ -10,11 +10,12 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::error::ApiError;
-use super::{AppState, params};
 use crate::auth::Principal;
 use crate::budget::units;
 use crate::config::Role;
+use crate::server::error::ApiError;
+use crate::server::params;
+use crate::state::AppState;
 use crate::store::{KeyId, TeamId, UsageFilter};
 
 #[derive(Debug, Deserialize)]

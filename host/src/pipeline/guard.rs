@@ -12,42 +12,28 @@
 
 use serde_json::{Map, Value, json};
 
-use super::audit::Audit;
-use super::error::ApiError;
-use super::{AppState, RequestCtx};
-use crate::auth::Principal;
+use super::call::Call;
 use crate::events::Event;
 use crate::policy::guardrail::{self, Stage, Verdict};
 use crate::policy::{PolicyError, RouteFacts};
+use crate::server::error::ApiError;
 
 /// Where a checked text lives in a body: `messages[i].content` (a string) or its part `j`'s
 /// `text`; for answers, `choices[i].message.content`.
 type Slot = (usize, Option<usize>);
 
 /// Runs the input stage; returns whether the request was flagged (sensitive).
-pub async fn input(
-    app: &AppState,
-    ctx: &RequestCtx,
-    principal: &Principal,
-    actor: &str,
-    audit: &Audit,
-    body: &mut Map<String, Value>,
-) -> Result<bool, ApiError> {
+pub async fn input(call: &Call, body: &mut Map<String, Value>) -> Result<bool, ApiError> {
     let (slots, mut texts) = message_texts(body);
     if texts.is_empty() {
         return Ok(false);
     }
-    let who = Subject {
-        app,
-        ctx,
-        principal,
-        actor,
-    };
+    let who = Subject(call);
     let Some(verdict) = who.check(Stage::Input, &texts).await? else {
         return Ok(false);
     };
     if !verdict.blocked.is_empty() {
-        return Err(who.refuse(audit, &verdict.blocked, Stage::Input));
+        return Err(who.refuse(&verdict.blocked, Stage::Input));
     }
     if !verdict.redactions.is_empty() {
         guardrail::apply(&mut texts, &verdict.redactions);
@@ -58,15 +44,8 @@ pub async fn input(
 }
 
 /// Runs the output stage on a whole answer.
-pub async fn output(
-    app: &AppState,
-    ctx: &RequestCtx,
-    principal: &Principal,
-    actor: &str,
-    audit: &Audit,
-    answer: &mut Value,
-) -> Result<(), ApiError> {
-    if app.0.guardrail.is_none() {
+pub async fn output(call: &Call, answer: &mut Value) -> Result<(), ApiError> {
+    if call.app.0.guardrail.is_none() {
         return Ok(());
     }
     let Some(choices) = answer.get_mut("choices").and_then(Value::as_array_mut) else {
@@ -83,17 +62,12 @@ pub async fn output(
     if texts.is_empty() {
         return Ok(());
     }
-    let who = Subject {
-        app,
-        ctx,
-        principal,
-        actor,
-    };
+    let who = Subject(call);
     let Some(verdict) = who.check(Stage::Output, &texts).await? else {
         return Ok(());
     };
     if !verdict.blocked.is_empty() {
-        return Err(who.refuse(audit, &verdict.blocked, Stage::Output));
+        return Err(who.refuse(&verdict.blocked, Stage::Output));
     }
     if !verdict.redactions.is_empty() {
         guardrail::apply(&mut texts, &verdict.redactions);
@@ -108,30 +82,27 @@ pub async fn output(
 }
 
 /// Who a check is for: what the guardrail's facts, the events and the refusals name.
-struct Subject<'a> {
-    app: &'a AppState,
-    ctx: &'a RequestCtx,
-    principal: &'a Principal,
-    actor: &'a str,
-}
+/// The call a guardrail stage checks: what the policy is told and who its events name.
+struct Subject<'a>(&'a Call);
 
 impl Subject<'_> {
     /// Runs the active guardrail on `texts`; `None` when none is configured. A guardrail that
     /// fails refuses the request (fail-closed); its own 4xx rejection is passed on.
     async fn check(&self, stage: Stage, texts: &[String]) -> Result<Option<Verdict>, ApiError> {
-        let Some(slot) = &self.app.0.guardrail else {
+        let call = self.0;
+        let Some(slot) = &call.app.0.guardrail else {
             return Ok(None);
         };
         let facts = RouteFacts {
-            request_id: self.ctx.id.to_string(),
-            team_id: self.principal.team_id.clone(),
-            key_id: self.principal.key_id.clone(),
-            actor_id: self.actor.to_string(),
+            request_id: call.ctx.id.to_string(),
+            team_id: call.principal.team_id.clone(),
+            key_id: call.principal.key_id.clone(),
+            actor_id: call.actor.clone(),
             ..RouteFacts::default()
         };
         let active = slot.active();
         active.policy.check(stage, &facts, texts).await.map(Some).map_err(|e| {
-            tracing::error!(request_id = %self.ctx.id, error = %e, "guardrail failed; refusing the request");
+            tracing::error!(request_id = %call.ctx.id, error = %e, "guardrail failed; refusing the request");
             match e {
                 PolicyError::Rejected {
                     status,
@@ -155,13 +126,13 @@ impl Subject<'_> {
     }
 
     /// A block: the event, the journal's `blocked` status, and the 400 naming the entity kinds.
-    fn refuse(&self, audit: &Audit, entities: &[String], stage: Stage) -> ApiError {
+    fn refuse(&self, entities: &[String], stage: Stage) -> ApiError {
         let (action, code, what) = match stage {
             Stage::Input => ("request_blocked", "pii_detected", "The request"),
             Stage::Output => ("response_blocked", "pii_in_output", "The model's answer"),
         };
         self.violation(entities, action);
-        audit.blocked();
+        self.0.audit.blocked();
         ApiError::new(
             http::StatusCode::BAD_REQUEST,
             "guardrail_violation",
@@ -175,13 +146,14 @@ impl Subject<'_> {
 
     /// The seed's `guardrail.violation` event.
     fn violation(&self, entities: &[String], action: &str) {
-        self.app.0.events.emit(|| {
+        let call = self.0;
+        call.app.0.events.emit(|| {
             Event::now(
                 "guardrail.violation",
-                &self.ctx.id,
+                &call.ctx.id,
                 json!({"violation_type": "pii_detected", "entities": entities, "action_taken": action}),
-                &self.principal.team_id,
-                self.actor,
+                &call.principal.team_id,
+                &call.actor,
             )
         });
     }
@@ -246,11 +218,7 @@ const STREAM_CONTEXT_BYTES: usize = 256;
 /// one); a redaction reaching into text already sent ends the stream too. Other events (role,
 /// finish, usage, `[DONE]`, errors) release everything held first, then pass.
 pub fn output_stream(
-    app: AppState,
-    ctx: RequestCtx,
-    principal: std::sync::Arc<Principal>,
-    actor: String,
-    audit: Audit,
+    call: Call,
     upstream: impl futures_util::Stream<Item = Result<bytes::Bytes, std::convert::Infallible>>
     + Send
     + 'static,
@@ -258,11 +226,7 @@ pub fn output_stream(
 {
     use futures_util::StreamExt as _;
     let state = StreamGuard {
-        app,
-        ctx,
-        principal,
-        actor,
-        audit,
+        call,
         held: Vec::new(),
         context: String::new(),
         out: std::collections::VecDeque::new(),
@@ -289,11 +253,7 @@ pub fn output_stream(
 }
 
 struct StreamGuard {
-    app: AppState,
-    ctx: RequestCtx,
-    principal: std::sync::Arc<Principal>,
-    actor: String,
-    audit: Audit,
+    call: Call,
     /// Content chunks not yet sent, with their text.
     held: Vec<(Value, String)>,
     /// The end of the text already sent.
@@ -351,12 +311,7 @@ impl StreamGuard {
     async fn check(&mut self) {
         let held: String = self.held.iter().map(|(_, t)| t.as_str()).collect();
         let mut texts = [format!("{}{held}", self.context)];
-        let who = Subject {
-            app: &self.app,
-            ctx: &self.ctx,
-            principal: &self.principal,
-            actor: &self.actor,
-        };
+        let who = Subject(&self.call);
         let verdict = match who.check(Stage::Output, &texts).await {
             Ok(Some(v)) => v,
             Ok(None) => return,
@@ -366,7 +321,7 @@ impl StreamGuard {
         if !verdict.blocked.is_empty() || verdict.redactions.iter().any(|r| r.start < released) {
             let mut kinds = verdict.blocked.clone();
             kinds.extend(verdict.redacted_entities());
-            let refusal = who.refuse(&self.audit, &kinds, Stage::Output);
+            let refusal = who.refuse(&kinds, Stage::Output);
             return self.end(refusal);
         }
         if verdict.redactions.is_empty() {

@@ -11,10 +11,11 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::error::ApiError;
-use super::{AppState, body, params};
 use crate::budget::units;
 use crate::config::Role;
+use crate::server::error::ApiError;
+use crate::server::{body, params};
+use crate::state::AppState;
 use crate::store::{BudgetScope, KeyId, KeyInfo, NewKey, TeamId};
 
 /// Most CIDRs in one key's allow-list.

@@ -10,8 +10,9 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::error::ApiError;
-use super::{AppState, body};
+use crate::server::body;
+use crate::server::error::ApiError;
+use crate::state::AppState;
 use crate::store::UnixMillis;
 use crate::store::webhooks::{Delivery, DeliveryFilter, DeliveryState, Webhook};
 use crate::webhooks::{Subscribe, WebhookError};

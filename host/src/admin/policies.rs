@@ -1,58 +1,22 @@
-//! The admin API: router policy versions (`/v1/admin/policies`) and the guardrail
-//! (`/v1/admin/guardrail`), behind [`AdminOnly`], and the upload decoding every policy upload
-//! shares. Uploads are validated (compile, world check, smoke call) before they can become
+//! The admin API of policies: router policy versions (`/v1/admin/policies`) and the guardrail
+//! (`/v1/admin/guardrail`), behind [`AdminOnly`]. Uploads are validated (compile, world check, smoke call) before they can become
 //! active; see docs/POLICIES.md, "Hot swap".
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use http::request::Parts;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::AppState;
-use super::body::read_json_object_within;
-use super::error::ApiError;
-use crate::auth::Principal;
-use crate::config::Role;
+use super::{MAX_UPLOAD_BODY_BYTES, decode_component, settings_text};
+use crate::pipeline::admission::AdminOnly;
 use crate::policy::PoolMode;
-use crate::routing::registry::{MAX_COMPONENT_BYTES, MAX_DOCUMENT_BYTES, Origin, PolicyRegistry};
-
-/// Body limit of a policy upload: a component at its limit, base64-encoded, plus a document.
-/// Independent of (and larger than) `server.max_body_bytes`.
-pub const MAX_UPLOAD_BODY_BYTES: usize =
-    MAX_COMPONENT_BYTES / 3 * 4 + 8 + MAX_DOCUMENT_BYTES + 4096;
-
-/// An extractor that admits admin keys only; others get 403 `permission_error`. Runs after
-/// authentication, which put the [`Principal`] in the request's extensions.
-pub struct AdminOnly;
-
-impl<S: Send + Sync> FromRequestParts<S> for AdminOnly {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        match parts.extensions.get::<std::sync::Arc<Principal>>() {
-            Some(p) if p.role == Role::Admin => Ok(AdminOnly),
-            Some(p) => Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "permission_error",
-                format!(
-                    "This endpoint needs an admin key; this key's role is `{}`.",
-                    p.role.as_str()
-                ),
-            )
-            .with_code("insufficient_permissions")),
-            None => Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "authentication_error",
-                "Missing API key.",
-            )),
-        }
-    }
-}
+use crate::routing::registry::{MAX_DOCUMENT_BYTES, Origin, PolicyRegistry};
+use crate::server::body::read_json_object_within;
+use crate::server::error::ApiError;
+use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -217,37 +181,4 @@ pub async fn guardrail_swap(
         .with_code("invalid_policy")
     })?;
     Ok(Json(guardrail_info(&loaded)).into_response())
-}
-
-/// An uploaded policy's `settings`: a JSON object, or its text, as the text the policy reads.
-pub(super) fn settings_text(v: Option<serde_json::Value>) -> Result<Option<String>, ApiError> {
-    match v {
-        None => Ok(None),
-        Some(serde_json::Value::String(s)) => Ok(Some(s)),
-        Some(v @ serde_json::Value::Object(_)) => Ok(Some(v.to_string())),
-        Some(_) => Err(ApiError::invalid(
-            "settings",
-            "`settings` must be a JSON object or its text.",
-        )),
-    }
-}
-
-/// An uploaded component (`component_base64`): base64, within the size limit. Every policy
-/// upload decodes its component here.
-pub(super) fn decode_component(b64: &str) -> Result<Vec<u8>, ApiError> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .map_err(|e| {
-            ApiError::invalid(
-                "component_base64",
-                format!("`component_base64` is not valid base64: {e}."),
-            )
-        })?;
-    if bytes.len() > MAX_COMPONENT_BYTES {
-        return Err(ApiError::invalid(
-            "component_base64",
-            format!("The component is larger than {MAX_COMPONENT_BYTES} bytes."),
-        ));
-    }
-    Ok(bytes)
 }

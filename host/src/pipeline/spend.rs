@@ -1,30 +1,17 @@
-//! What a request costs, for the handlers: who it is charged to (the actor), the reservation
+//! What a request costs (the budget phase): the reservation
 //! made at admission (the worst case, refused with 429 `insufficient_quota` when a budget cannot
 //! cover it) and the token counts it settles at when the upstream reports no usage.
 
 use std::sync::Arc;
 
-use http::HeaderMap;
 use serde_json::{Map, Value};
 
-use super::audit::X_ACTOR_ID;
-use super::error::ApiError;
-use super::{AppState, RequestCtx};
-use crate::auth::Principal;
+use super::call::Call;
 use crate::budget::{BudgetError, ChargeTo, Reservation, cost};
 use crate::config::ModelConfig;
 use crate::metrics::Metrics;
+use crate::server::error::ApiError;
 use crate::store::{KeyId, TeamId};
-
-/// Who the request is for: the body's `user`, else the `X-Actor-ID` header, else the key.
-pub fn actor(body: &Map<String, Value>, headers: &HeaderMap, principal: &Principal) -> String {
-    let from_body = body.get("user").and_then(Value::as_str);
-    let from_header = headers.get(X_ACTOR_ID).and_then(|v| v.to_str().ok());
-    match from_body.or(from_header).map(str::trim) {
-        Some(a) if !a.is_empty() => a.chars().take(256).collect(),
-        _ => principal.key_id.clone(),
-    }
-}
 
 /// Completion tokens a chat request may produce at most: its `max_completion_tokens` or
 /// `max_tokens` (else the configured default), times `n`.
@@ -38,21 +25,20 @@ pub fn max_completion_tokens(body: &Map<String, Value>, default: u32) -> u64 {
     max.saturating_mul(n)
 }
 
-/// Reserves the worst case of this request on its team's and key's budgets.
+/// The budget phase: reserves the worst case of this request (`prompt_tokens` in, at most
+/// `max_out` out, at `model`'s prices) on its team's and key's budgets.
 pub async fn reserve(
-    app: &AppState,
-    ctx: &RequestCtx,
-    principal: &Principal,
-    actor: String,
+    call: &Call,
     model: &Arc<ModelConfig>,
     prompt_tokens: u64,
     max_out: u64,
 ) -> Result<Reservation, ApiError> {
+    let app = &call.app;
     let to = ChargeTo {
-        team_id: TeamId(principal.team_id.clone()),
-        key_id: KeyId(principal.key_id.clone()),
-        actor,
-        request_id: ctx.id.to_string(),
+        team_id: TeamId(call.principal.team_id.clone()),
+        key_id: KeyId(call.principal.key_id.clone()),
+        actor: call.actor.clone(),
+        request_id: call.ctx.id.to_string(),
         model: model.clone(),
     };
     let amount = cost(model, prompt_tokens, max_out);

@@ -1,8 +1,7 @@
 //! Reading the activity journal over HTTP: `POST /v1/activity/logs` (auditor: its own team's
 //! entries; admin: all) with filters, cursor pagination and `json` / `jsonl` / `csv` output
-//! (the latter two streamed), and `GET /v1/admin/journal/verify` (admin), the report of
-//! `sovereign journal verify` as JSON. File reads run on the blocking pool, never on the
-//! runtime, and never touch the writer. docs/JOURNAL.md, "Querying".
+//! (the latter two streamed). File reads run on the blocking pool, never on the runtime, and
+//! never touch the writer. docs/JOURNAL.md, "Querying".
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,15 +16,12 @@ use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::admin::AdminOnly;
-use super::error::ApiError;
-use super::{AppState, body};
 use crate::auth::Principal;
 use crate::journal::query::{Filter, Page, query};
-use crate::journal::{
-    JournalError, Record, Status, VerifyReport, format_utc, parse_iso8601, public_key_path,
-    read_public_key, verify_dir,
-};
+use crate::journal::{JournalError, Record, Status, format_utc, parse_iso8601};
+use crate::server::body;
+use crate::server::error::ApiError;
+use crate::state::AppState;
 
 /// Most entries in one `json` page.
 pub const MAX_PAGE: usize = 1_000;
@@ -64,31 +60,18 @@ fn forbidden(message: &str) -> ApiError {
         .with_code("insufficient_permissions")
 }
 
-fn disabled() -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "invalid_request_error",
-        "The activity journal is disabled in this gateway's configuration.",
-    )
-    .with_code("journal_disabled")
-}
-
 /// Where this gateway's chain is, if the journal is on.
 fn journal_dir(app: &AppState) -> Result<(PathBuf, String), ApiError> {
-    let settings = app.0.config.journal.as_ref().ok_or_else(disabled)?;
+    let settings = app
+        .0
+        .config
+        .journal
+        .as_ref()
+        .ok_or_else(ApiError::journal_disabled)?;
     Ok((
         settings.open.dir.clone(),
         settings.open.sovereign_id.clone(),
     ))
-}
-
-fn internal(e: impl std::fmt::Display) -> ApiError {
-    tracing::error!(error = %e, "reading the activity journal failed");
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "server_error",
-        "The activity journal could not be read.",
-    )
 }
 
 /// `POST /v1/activity/logs`.
@@ -232,8 +215,8 @@ impl Reader {
             query(&r.dir, &r.sovereign_id, &r.filter, from_seq, limit, budget)
         })
         .await
-        .map_err(internal)?
-        .map_err(|e: JournalError| internal(e))
+        .map_err(ApiError::journal_unreadable)?
+        .map_err(|e: JournalError| ApiError::journal_unreadable(e))
     }
 }
 
@@ -320,56 +303,6 @@ fn csv_row(out: &mut Vec<u8>, r: &Record) {
         }
     }
     out.extend_from_slice(b"\r\n");
-}
-
-/// `GET /v1/admin/journal/verify`: what `sovereign journal verify DIR --public-key <the
-/// operator's key>` reports, as JSON. 200 whatever the verdict; `ok` says it.
-pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Response, ApiError> {
-    let settings = app.0.config.journal.clone().ok_or_else(disabled)?;
-    let report = tokio::task::spawn_blocking(move || {
-        let public = read_public_key(&public_key_path(&settings.open.signing_key))?;
-        verify_dir(&settings.open.dir, None, Some(&public))
-    })
-    .await
-    .map_err(internal)?
-    .map_err(internal)?;
-    Ok(axum::Json(report_json(&report)).into_response())
-}
-
-fn report_json(r: &VerifyReport) -> Value {
-    let problem = |p: &crate::journal::Problem| {
-        json!({
-            "file": p.file.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "line": p.line,
-            "seq": p.seq,
-            "reason": p.reason,
-        })
-    };
-    let chains: Vec<Value> = r
-        .chains
-        .iter()
-        .map(|c| {
-            json!({
-                "sovereign_id": c.sovereign_id,
-                "ok": c.problem.is_none(),
-                "entries": c.entries,
-                "pruned": c.pruned,
-                "segments": c.segments,
-                "head_seq": c.head_seq,
-                "head_hash": c.head_hash,
-                "checkpoints_checked": c.checkpoints_checked,
-                "torn_tail_bytes": c.torn_tail.as_ref().map(|t| t.bytes),
-                "problem": c.problem.as_ref().map(problem),
-            })
-        })
-        .collect();
-    json!({
-        "object": "journal.verification",
-        "ok": r.is_ok(),
-        "report": r.to_string(),
-        "checkpoint_problem": r.checkpoint_problem.as_ref().map(problem),
-        "chains": chains,
-    })
 }
 
 #[cfg(test)]

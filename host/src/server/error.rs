@@ -81,6 +81,26 @@ impl ApiError {
     }
 
     /// The JSON body as the convention writes it; also used for SSE error events.
+    /// The activity journal is off in this gateway's configuration (409).
+    pub fn journal_disabled() -> Self {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "The activity journal is disabled in this gateway's configuration.",
+        )
+        .with_code("journal_disabled")
+    }
+
+    /// Reading the activity journal failed (500; the cause is logged, not sent).
+    pub fn journal_unreadable(e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, "reading the activity journal failed");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "The activity journal could not be read.",
+        )
+    }
+
     pub fn body(&self) -> serde_json::Value {
         json!({
             "error": {

@@ -5,9 +5,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::{Value, json};
 
-use super::AppState;
-use super::error::ApiError;
 use crate::config::{AUTO_ROUTER, ModelConfig};
+use crate::server::error::ApiError;
+use crate::state::AppState;
 
 pub async fn list_models(State(app): State<AppState>) -> Json<Value> {
     let mut data: Vec<Value> = app

@@ -1,0 +1,280 @@
+//! `POST /v1/chat/completions` — the gateway's main request path, read top to bottom in
+//! [`chat_completions`]; each step is a phase of `crate::pipeline`:
+//!
+//! 1. read and validate the body (`Call::read_body`, `validate`), name the actor;
+//! 2. guardrail, input stage: block, redact in place, or flag sensitive (`guard::input`);
+//! 3. facts: language, prompt tokens, routing hints (`facts`);
+//! 4. route: an explicit model, or the router policy's choice, then the residency guard
+//!    (`route::route`);
+//! 5. budget: reserve the worst case on the team and the key (`spend::reserve`, 429 when it
+//!    cannot);
+//! 6. call the upstream, asking for usage in streams: the routed model, else its fallbacks when it
+//!    cannot answer (`fallback::serve`);
+//! 7. answer: relay the stream event by event ([`stream_answer`]) or check and re-address the
+//!    JSON answer ([`whole_answer`]), so the client sees the gateway's request id and the id of
+//!    the model that served; settle the reservation at the real usage (counted with the tokenizer
+//!    when the upstream reports none), abandoned streams included; `request.completed`.
+//!
+//! Authentication, the key's address allow-list, rate and token limits ran before this
+//! (middleware), and the journal layer around them gets its facts from the call's audit slot as
+//! the phases learn them.
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use http::header;
+use serde_json::Value;
+
+use super::validate::ChatRequest;
+use crate::config::ModelKind;
+use crate::facts;
+use crate::metrics::Metrics;
+use crate::pipeline::call::Call;
+use crate::pipeline::events::completed;
+use crate::pipeline::fallback::{self, Served, encode_body};
+use crate::pipeline::{guard, route, spend};
+use crate::policy::RouteFacts;
+use crate::residency;
+use crate::server::error::ApiError;
+use crate::upstream::{Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
+
+pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, ApiError> {
+    // 1. The request as the client sent it, checked against the convention.
+    let mut request = ChatRequest::parse(call.read_body(body).await?)?;
+    call.identify(&request.body, request.body.get("messages"));
+
+    // 2. The guardrail's input stage: block (400), redact (in place), or flag (sensitive).
+    let flagged = guard::input(&call, &mut request.body).await?;
+
+    // 3. Facts: language, prompt tokens, routing hints (never the prompt itself).
+    let classification = call
+        .headers
+        .get(facts::CLASSIFICATION_HEADER)
+        .map(|v| v.as_bytes());
+    let facts = call.app.0.facts.extract(&request.body, classification)?;
+    facts::strip_gateway_fields(&mut request.body);
+    let mut route_facts = facts.route_facts(RouteFacts {
+        request_id: call.ctx.id.to_string(),
+        team_id: call.principal.team_id.clone(),
+        key_id: call.principal.key_id.clone(),
+        actor_id: call.actor.clone(),
+        allowed_regions: call.principal.allowed_regions.clone(),
+        ..RouteFacts::default()
+    });
+    if flagged {
+        // The router sees what the guardrail found.
+        route_facts.classification = Some("sensitive".into());
+    }
+    let sensitive = flagged
+        || facts
+            .classification
+            .as_deref()
+            .is_some_and(residency::is_sensitive_label);
+
+    // 4. Routing: an explicit model, or the router policy's choice; the residency guard.
+    let routed = route::route(&call, ModelKind::Chat, &route_facts, sensitive).await?;
+
+    // 5. Budget: the worst case is held until the answer settles it.
+    let max_out =
+        spend::max_completion_tokens(&request.body, call.app.0.budgets.default_max_tokens());
+    let reservation = spend::reserve(
+        &call,
+        &routed.route.model,
+        u64::from(facts.prompt_tokens),
+        max_out,
+    )
+    .await?;
+
+    // 6. The upstream call: the routed model, else its fallbacks (inside the boundary, not out
+    //    of rotation), until one answers; the reservation follows the model.
+    let ChatRequest {
+        body: mut upstream,
+        stream,
+        wants_usage,
+        ..
+    } = request;
+    request_usage(&mut upstream, stream);
+    let served = fallback::serve(
+        &call,
+        &routed,
+        Endpoint::ChatCompletions,
+        max_out,
+        reservation,
+        |m| {
+            upstream.insert("model".into(), Value::String(m.upstream_model.clone()));
+            encode_body(&upstream)
+        },
+    )
+    .await;
+
+    // 7. The answer, with the headers of the model that served (or failed last).
+    let (model, answered) = match served {
+        Ok(served) if stream => (
+            served.model.clone(),
+            Ok(stream_answer(&call, served, wants_usage)),
+        ),
+        Ok(served) => (served.model.clone(), whole_answer(&call, served).await),
+        Err(not_served) => (not_served.model().clone(), Err(not_served.into_response())),
+    };
+    let response = answered.unwrap_or_else(|failed| {
+        Metrics::inc(&call.app.0.metrics.upstream_errors_total);
+        call.audit.upstream_failed();
+        completed(&call, &model.id, failed.status().as_u16(), None);
+        failed
+    });
+    tracing::debug!(request_id = %call.ctx.id, key = %call.principal.key_id, model = %model.id, "chat completion");
+    Ok(route::label(response, &routed, &model))
+}
+
+/// Relays the serving model's stream event by event (through the guardrail's output stage when
+/// one is configured); when it ends, however it ended, the reservation settles, the breaker
+/// hears the outcome and `request.completed` goes out.
+fn stream_answer(call: &Call, served: Served, wants_usage: bool) -> Response {
+    let Served {
+        model,
+        exchange,
+        ticket,
+        reservation,
+    } = served;
+    let metrics = call.app.0.metrics.clone();
+    Metrics::inc(&metrics.streams_active);
+    let opts = RelayOptions {
+        request_id: call.ctx.id.to_string(),
+        model: model.id.clone(),
+        client_wants_usage: wants_usage,
+        idle_timeout: model.timeouts.stream_idle,
+        deadline: exchange.deadline,
+        error_body: |e| ApiError::from(e).body(),
+    };
+    call.audit.stream_opened();
+    let at_end = call.clone();
+    let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
+        let call = at_end;
+        call.audit.stream_finished(&summary);
+        // Charged however the stream ended: the upstream's usage, else counted.
+        let (tokens_in, tokens_out) = match summary.usage {
+            Some(u) => (u.prompt_tokens, u.completion_tokens),
+            None => (
+                reservation.prompt_tokens(),
+                call.count_tokens(&summary.text),
+            ),
+        };
+        reservation.settle_now(tokens_in, tokens_out);
+        let status = match summary.outcome {
+            StreamOutcome::Completed => 200,
+            StreamOutcome::ClientGone => 499,
+            StreamOutcome::UpstreamFailed(_) => 502,
+        };
+        completed(&call, &model.id, status, Some((tokens_in, tokens_out)));
+        // A stream the upstream broke counts against the model; one it finished (or the client
+        // left) for it.
+        if matches!(summary.outcome, StreamOutcome::UpstreamFailed(_)) {
+            ticket.failure(std::time::Instant::now());
+        } else {
+            ticket.success();
+        }
+        Metrics::dec(&metrics.streams_active);
+        let counter = match &summary.outcome {
+            StreamOutcome::Completed => &metrics.streams_completed,
+            StreamOutcome::ClientGone => &metrics.streams_client_gone,
+            StreamOutcome::UpstreamFailed(_) => &metrics.streams_upstream_failed,
+        };
+        Metrics::inc(counter);
+        tracing::debug!(request_id = %call.ctx.id, outcome = ?summary.outcome, usage = ?summary.usage, events = summary.events, "stream ended");
+    });
+    // The guardrail's output stage on the stream (hold-back window), when one is configured.
+    let body = if call.app.0.guardrail.is_some() {
+        Body::from_stream(guard::output_stream(call.clone(), stream))
+    } else {
+        Body::from_stream(stream)
+    };
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (http::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// Reads the serving model's whole answer within its deadline, re-addresses it, settles the
+/// reservation (durably, before the answer leaves) and runs the guardrail's output stage.
+async fn whole_answer(call: &Call, served: Served) -> Result<Response, Response> {
+    let Served {
+        model,
+        exchange,
+        ticket,
+        reservation,
+    } = served;
+    let app = &call.app.0;
+    let mut answer = match app.upstreams.read_json(&model, exchange).await {
+        Ok(a) => a,
+        Err(e) => {
+            ticket.failure(std::time::Instant::now());
+            reservation.release();
+            return Err(ApiError::from(e).into_response());
+        }
+    };
+    let Some(obj) = answer.as_object_mut() else {
+        ticket.failure(std::time::Instant::now());
+        reservation.release();
+        return Err(ApiError::from(crate::upstream::UpstreamError::Protocol {
+            model: model.id.clone(),
+            detail: "the answer is not a JSON object".into(),
+        })
+        .into_response());
+    };
+    ticket.success();
+    obj.insert("id".into(), Value::String(call.ctx.id.to_string()));
+    obj.insert("model".into(), Value::String(model.id.0.clone()));
+    let usage = Usage::from_json(&answer);
+    let (tokens_in, tokens_out) = match usage {
+        Some(u) => (u.prompt_tokens, u.completion_tokens),
+        None => (
+            reservation.prompt_tokens(),
+            call.count_tokens(&completion_text(&answer)),
+        ),
+    };
+    // Durable (group commit) before the answer leaves.
+    reservation.settle(tokens_in, tokens_out).await;
+    // The guardrail's output stage on the whole answer.
+    guard::output(call, &mut answer)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    call.audit.usage(usage, true);
+    completed(call, &model.id, 200, Some((tokens_in, tokens_out)));
+    tracing::debug!(request_id = %call.ctx.id, ?usage, "answered");
+    Ok(axum::Json(answer).into_response())
+}
+
+/// The text of every choice of a non-streamed answer (to count when usage is missing).
+fn completion_text(answer: &Value) -> String {
+    let mut text = String::new();
+    for c in answer
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(t) = c.pointer("/message/content").and_then(Value::as_str) {
+            text.push_str(t);
+        }
+    }
+    text
+}
+
+/// When streaming, usage requested from the upstream so the gateway always learns the tokens
+/// spent (the model name is set per candidate).
+fn request_usage(body: &mut serde_json::Map<String, Value>, stream: bool) {
+    if stream {
+        let opts = body
+            .entry("stream_options")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Value::Object(o) = opts {
+            o.insert("include_usage".into(), Value::Bool(true));
+        } else {
+            *opts = serde_json::json!({"include_usage": true});
+        }
+    }
+}

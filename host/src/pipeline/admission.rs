@@ -1,0 +1,155 @@
+//! Whether a request may run at all, in three layers: `authenticate` (per-address rate limit,
+//! then the key: 401), `admit` (the key's address allow-list: 403; request rate and tokens per
+//! day: 429) and `require` (the route group's role: 403), plus the [`AdminOnly`] extractor.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::HeaderValue;
+use http::StatusCode;
+use http::request::Parts;
+
+use super::ClientIp;
+use crate::access::CachedKey;
+use crate::access::limits::X_RATELIMIT_LIMIT;
+use crate::auth::Principal;
+use crate::config::Role;
+use crate::metrics::Metrics;
+use crate::server::body;
+use crate::server::error::ApiError;
+use crate::state::AppState;
+
+/// Per-address rate limit, then the key (401). Unauthenticated requests stop here, so they are
+/// neither journaled nor counted against any key.
+pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let access = &app.0.access;
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
+    let ip = access.client_ip(peer, req.headers());
+    let address = access.check_address(ip);
+    let mut res = match address {
+        Some(s) if !s.allowed() => {
+            Metrics::inc(&app.0.metrics.rate_limited_total);
+            body::discard(req.into_body(), &app.0.config.server).await;
+            ApiError::rate_limited(format!(
+                "Too many requests from {ip}: {} per minute. Retry after {} s.",
+                s.limit,
+                s.retry_after
+                    .map_or(1, crate::access::limits::retry_after_secs)
+            ))
+            .into_response()
+        }
+        _ => match access.authenticate(req.headers()).await {
+            Ok(key) => {
+                req.extensions_mut().insert(key.principal.clone());
+                req.extensions_mut().insert(ClientIp(ip));
+                req.extensions_mut().insert(key);
+                next.run(req).await
+            }
+            Err(e) => {
+                Metrics::inc(&app.0.metrics.unauthenticated_total);
+                body::discard(req.into_body(), &app.0.config.server).await;
+                ApiError::from(e).into_response()
+            }
+        },
+    };
+    // The key's limit, when it has one, is what the headers describe; else the address's.
+    if let Some(s) = address
+        && !res.headers().contains_key(X_RATELIMIT_LIMIT)
+    {
+        s.write_headers(res.headers_mut(), access.now_ms());
+    }
+    res
+}
+
+/// After authentication (and inside the journal): the key's address allow-list (403), request
+/// rate and tokens per day (429).
+pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let (Some(key), Some(ClientIp(ip))) = (
+        req.extensions().get::<Arc<CachedKey>>().cloned(),
+        req.extensions().get::<ClientIp>().copied(),
+    ) else {
+        return ApiError::from(crate::auth::AuthError::Missing).into_response();
+    };
+    let access = &app.0.access;
+    let (rate, verdict) = access.admit(&key, ip);
+    let mut res = match verdict {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => {
+            Metrics::inc(&app.0.metrics.rate_limited_total);
+            body::discard(req.into_body(), &app.0.config.server).await;
+            let retry = match &refusal {
+                crate::access::Refusal::Tokens(q) => Some(std::time::Duration::from_millis(
+                    u64::try_from(q.resets_at - access.now_ms()).unwrap_or(0),
+                )),
+                _ => None,
+            };
+            let mut res = ApiError::from(refusal).into_response();
+            if let Some(wait) = retry {
+                res.headers_mut().insert(
+                    http::header::RETRY_AFTER,
+                    HeaderValue::from(crate::access::limits::retry_after_secs(wait)),
+                );
+            }
+            res
+        }
+    };
+    if let Some(s) = rate {
+        s.write_headers(res.headers_mut(), access.now_ms());
+    }
+    res
+}
+
+/// The innermost check of a route group: the key's role (admin passes every group).
+pub async fn require(
+    State(app): State<AppState>,
+    roles: &'static [Role],
+    req: Request,
+    next: Next,
+) -> Response {
+    let refusal = match req.extensions().get::<Arc<Principal>>() {
+        Some(p) if p.may(roles) => return next.run(req).await,
+        Some(p) => ApiError::forbidden(format!(
+            "A key with the role `{}` may not call {} {}.",
+            p.role.as_str(),
+            req.method(),
+            req.uri().path()
+        )),
+        None => ApiError::from(crate::auth::AuthError::Missing),
+    };
+    body::discard(req.into_body(), &app.0.config.server).await;
+    refusal.into_response()
+}
+
+/// An extractor that admits admin keys only; others get 403 `permission_error`. Runs after
+/// authentication, which put the [`Principal`] in the request's extensions.
+pub struct AdminOnly;
+
+impl<S: Send + Sync> FromRequestParts<S> for AdminOnly {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        match parts.extensions.get::<std::sync::Arc<Principal>>() {
+            Some(p) if p.role == Role::Admin => Ok(AdminOnly),
+            Some(p) => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                format!(
+                    "This endpoint needs an admin key; this key's role is `{}`.",
+                    p.role.as_str()
+                ),
+            )
+            .with_code("insufficient_permissions")),
+            None => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "authentication_error",
+                "Missing API key.",
+            )),
+        }
+    }
+}

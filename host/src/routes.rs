@@ -1,0 +1,162 @@
+//! The route table: every endpoint, the role group it belongs to, and the one middleware stack
+//! (the pipeline's layers) every request passes through.
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use http::StatusCode;
+
+use crate::admin::{journal, keys, policies, shapers, teams, usage, webhooks};
+use crate::api::{activity, chat, embeddings, models};
+use crate::config::Role;
+use crate::pipeline::{admission, audit, context, events};
+use crate::server::error::ApiError;
+use crate::state::AppState;
+
+/// The route table and the middleware stack (the pipeline's layers), outermost first:
+/// 1. `request_context` — request id, `X-Sovereign-ID`/`X-Audit-Trace-ID` on every response,
+///    request counters;
+/// 2. `catch_panic` — a bug in a handler becomes a 500 in the error shape, not a dropped socket;
+/// 3. `authenticate` — per-address rate limit, then the key (401), on everything except
+///    `/healthz` and `/metrics`;
+/// 4. `audit::journal` — one activity-journal entry per authenticated request, durable before
+///    the response completes. Inside `authenticate` (no entry without a valid key: those are
+///    counted in metrics) and outside every other layer and handler, so refusals by later inner
+///    layers (403, 429) and handlers (400, 404, 451, 5xx) all get their entry. New inner
+///    layers go *above* it in the list of `route_layer` calls below;
+/// 5. `admit` — the key's address allow-list (403), request rate and tokens per day (429);
+/// 6. `require` — per route group, the key's role (403).
+///
+/// Body size and read-time limits are applied where bodies are read (`body::read_json_object`).
+pub fn router(state: AppState) -> Router {
+    // Route groups by who may call them (admin may call everything).
+    let inference = Router::new()
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/embeddings", post(embeddings::embeddings))
+        .route_layer(middleware::from_fn_with_state(
+            state.0.events.clone(),
+            events::events_persisted,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| admission::require(s, &[Role::Member], req, next),
+        ));
+    let catalog = Router::new()
+        .route("/v1/models", get(models::list_models))
+        .route("/v1/models/{id}", get(models::get_model));
+    let reading = Router::new()
+        .route("/v1/admin/usage", get(usage::usage))
+        // The journal's read API (an auditor sees its own team only: checked in the handler).
+        .route("/v1/activity/logs", post(activity::logs))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| admission::require(s, &[Role::Auditor], req, next),
+        ));
+    let admin = Router::new()
+        .route(
+            "/v1/admin/policies",
+            get(policies::list).post(policies::upload),
+        )
+        .route("/v1/admin/policies/{id}/activate", post(policies::activate))
+        .route("/v1/admin/teams", get(teams::list).post(teams::create))
+        .route(
+            "/v1/admin/teams/{id}",
+            get(teams::get).patch(teams::update).delete(teams::delete),
+        )
+        .route("/v1/admin/keys", get(keys::list).post(keys::create))
+        .route("/v1/admin/keys/{id}", get(keys::get))
+        .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
+        .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
+        .route("/v1/admin/journal/verify", get(journal::verify))
+        .route(
+            "/v1/admin/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route(
+            "/v1/admin/webhooks/{id}",
+            get(webhooks::get).delete(webhooks::delete),
+        )
+        .route("/v1/admin/webhooks/{id}/test", post(webhooks::test))
+        .route("/v1/admin/webhooks/{id}/rotate", post(webhooks::rotate))
+        .route(
+            "/v1/admin/webhooks/{id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/v1/admin/webhooks/{id}/deliveries/redrive",
+            post(webhooks::redrive),
+        )
+        .route(
+            "/v1/admin/guardrail",
+            get(policies::guardrail_get).post(policies::guardrail_swap),
+        )
+        .route(
+            "/v1/admin/webhook-shapers",
+            get(shapers::list).post(shapers::put),
+        )
+        .route("/v1/admin/webhook-shapers/{name}", get(shapers::get))
+        .route(
+            "/v1/admin/webhook-shapers/{name}/shape",
+            post(shapers::try_shape),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| admission::require(s, &[], req, next),
+        ));
+    let authenticated = Router::new()
+        .merge(inference)
+        .merge(catalog)
+        .merge(reading)
+        .merge(admin)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            admission::admit,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            audit::journal,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            admission::authenticate,
+        ));
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .merge(authenticated)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            context::panic_response,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            context::request_context,
+        ))
+        .with_state(state)
+}
+
+async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
+    (
+        [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.0.metrics.render(),
+    )
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::not_found(format!("Unknown path `{}`.", req.uri().path()))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        format!(
+            "Method {} is not allowed on `{}`.",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}

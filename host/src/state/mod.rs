@@ -1,0 +1,202 @@
+//! The gateway's shared state: [`AppState`], one cheap handle on every subsystem, built once at
+//! start (`start.rs` holds the start-up steps: data-directory lock, journal, guardrail) and shut
+//! down after the last request. It knows no HTTP route; the pipeline and the endpoints read it.
+
+mod start;
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use http::HeaderValue;
+
+use crate::access::{Access, LimitClock};
+use crate::budget::{Budgets, Charger};
+use crate::config::Config;
+use crate::events::Events;
+use crate::facts::FactsEngine;
+use crate::journal::Journal;
+use crate::metrics::Metrics;
+use crate::routing;
+use crate::store::{Clock, Store, SystemClock};
+use crate::upstream::Upstreams;
+use crate::upstream::health::Health;
+use start::{load_guardrail, lock_data_dir, open_journal, retention_task};
+
+/// One cheap handle on everything the handlers share.
+#[derive(Clone)]
+pub struct AppState(pub Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+    pub store: Arc<dyn Store>,
+    pub access: Access,
+    pub budgets: Arc<Budgets>,
+    pub events: Events,
+    pub facts: FactsEngine,
+    pub router: routing::Router,
+    /// The guardrail (`[guardrail]`), checked before routing and on answers.
+    pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
+    /// The named webhook shapers (the built-in `default` and uploads), for webhook delivery.
+    pub shapers: Arc<crate::policy::shaper::Shapers>,
+    pub upstreams: Upstreams,
+    /// Every model's circuit breaker (passive health, `crate::upstream::health`).
+    pub health: Health,
+    pub metrics: Arc<Metrics>,
+    /// Webhook subscriptions, the outbox and delivery.
+    pub webhooks: crate::webhooks::Webhooks,
+    /// The activity journal's appender; `None` when `[journal] enabled = false`.
+    pub journal: Option<Journal>,
+    /// The retention task, stopped at shutdown.
+    pub retention: Option<tokio::task::JoinHandle<()>>,
+    pub sovereign_id: HeaderValue,
+    /// Unix time the gateway started (the `created` of listed models).
+    pub started_unix: u64,
+    /// Set when start-up created the first admin key: shown to the operator once.
+    pub bootstrap_admin_secret: std::sync::Mutex<Option<String>>,
+    /// Held while the gateway runs: one gateway per data directory.
+    _data_lock: std::fs::File,
+}
+
+/// What [`AppState::with_parts`] can be given instead of the real thing (tests).
+pub struct Parts {
+    pub clock: Arc<dyn Clock>,
+    pub limit_clock: LimitClock,
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts {
+            clock: Arc::new(SystemClock),
+            limit_clock: LimitClock::real(),
+        }
+    }
+}
+
+impl AppState {
+    /// Builds everything the handlers share; loads the router policy (compiled, checked and
+    /// smoke-called) and the facts engine (tokenizer, language models) before serving.
+    pub async fn new(config: Config) -> anyhow::Result<AppState> {
+        AppState::with_parts(config, Parts::default()).await
+    }
+
+    pub async fn with_parts(config: Config, parts: Parts) -> anyhow::Result<AppState> {
+        let data_lock = lock_data_dir(&config.data_dir)?;
+        let store: Arc<dyn Store> = Arc::new(
+            crate::store::sqlite::SqliteStore::open(
+                &config.data_dir.join("sovereign.db"),
+                parts.clock.clone(),
+            )
+            .await?,
+        );
+        let bootstrap = crate::access::bootstrap::run(store.as_ref(), &config).await?;
+        let access = Access::new(
+            store.clone(),
+            parts.clock.clone(),
+            parts.limit_clock,
+            config.access.clone(),
+            config.plans,
+        )
+        .await?;
+        let channel = crate::webhooks::Channel::new();
+        let events = Events::new(Some(channel.outbox.clone()));
+        let (charger, _writer) = Charger::start(store.clone());
+        let budgets = Arc::new(Budgets::new(
+            store.clone(),
+            charger,
+            access.quota.clone(),
+            events.clone(),
+            config.budgets.clone(),
+            parts.clock.clone(),
+        ));
+        let router = routing::Router::from_config(&config).await?;
+        // One policy engine per process: the router's when routing is configured.
+        let policy_host = match router.policy_host() {
+            Some(h) => h,
+            None => crate::policy::PolicyHost::new(crate::policy::HostConfig::default())?,
+        };
+        let guardrail = match &config.guardrail {
+            Some(g) => Some(load_guardrail(&policy_host, g).await?),
+            None => None,
+        };
+        let shapers = crate::policy::shaper::Shapers::new(
+            policy_host,
+            crate::policy::shaper::default_limits(),
+        )
+        .await?
+        .persisted_in(config.data_dir.join("shapers"))
+        .await?;
+        let shapers = Arc::new(shapers);
+        let metrics = Arc::new(Metrics::default());
+        let webhooks = crate::webhooks::Webhooks::start(
+            store.clone(),
+            config.webhooks.clone(),
+            parts.clock,
+            channel,
+            shapers.clone(),
+            metrics.clone(),
+        )
+        .await?;
+        let facts = tokio::task::spawn_blocking({
+            let config = config.clone();
+            move || FactsEngine::new(&config)
+        })
+        .await??;
+        let upstreams = Upstreams::new(&config.models)?;
+        let health = Health::new(&config.models, config.health, metrics.clone());
+        let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
+        let (journal, retention) = match &config.journal {
+            Some(settings) => {
+                let journal = open_journal(&settings.open).await?;
+                let task = settings
+                    .retention
+                    .prunes()
+                    .then(|| retention_task(settings.clone()));
+                (Some(journal), task)
+            }
+            None => (None, None),
+        };
+        let started_unix = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Ok(AppState(Arc::new(Inner {
+            config,
+            store,
+            access,
+            budgets,
+            events,
+            facts,
+            router,
+            guardrail,
+            shapers,
+            upstreams,
+            health,
+            metrics,
+            webhooks,
+            journal,
+            retention,
+            sovereign_id,
+            started_unix,
+            bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),
+            _data_lock: data_lock,
+        })))
+    }
+}
+
+impl AppState {
+    /// Stops retention and closes the journal (flush, final checkpoint). Called after the last
+    /// request has been answered.
+    pub async fn shut_down(&self) {
+        if let Some(task) = &self.0.retention {
+            task.abort();
+        }
+        // Every event emitted by a finished request persisted before the process ends.
+        self.0.webhooks.shut_down().await;
+        if let Some(journal) = &self.0.journal {
+            match journal.clone().close().await {
+                Ok(seq) => tracing::info!(head_seq = seq, "journal closed"),
+                Err(e) => tracing::error!(error = %e, "journal close failed"),
+            }
+        }
+    }
+}
