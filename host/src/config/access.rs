@@ -102,11 +102,11 @@ pub struct Plans {
 }
 
 impl Plans {
-    pub fn get(&self, plan: crate::store::Plan) -> PlanLimits {
+    pub fn get(&self, plan: super::Plan) -> PlanLimits {
         match plan {
-            crate::store::Plan::Development => self.development,
-            crate::store::Plan::Professional => self.professional,
-            crate::store::Plan::Enterprise => self.enterprise,
+            super::Plan::Development => self.development,
+            super::Plan::Professional => self.professional,
+            super::Plan::Enterprise => self.enterprise,
         }
     }
 }

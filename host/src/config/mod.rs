@@ -31,9 +31,9 @@ pub use guardrail::GuardrailConfig;
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
 pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
-pub use routing::RoutingConfig;
+pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
 pub use server::ServerConfig;
-pub use teams::{KeyConfig, Role, TeamConfig};
+pub use teams::{KeyConfig, Plan, Role, TeamConfig};
 pub use webhooks::WebhooksConfig;
 
 // ---------------------------------------------------------------------------------------------

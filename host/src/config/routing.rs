@@ -1,5 +1,6 @@
 //! `[routing]`: the router policy (a routing document for the built-in rules router, or a router
-//! component), its per-call deadline and memory, the compiled-policy cache and the instance pool.
+//! component), its per-call deadline and memory, the compiled-policy cache and the instance pool
+//! ([`PoolMode`], re-exported by `crate::policy`, whose uploads choose it too).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,6 +9,34 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{default_policy_deadline_ms, default_policy_memory_mb, read_file};
+
+/// Calls one warm instance serves before it is retired, unless configured otherwise.
+pub const DEFAULT_WARM_MAX_CALLS: u32 = 1000;
+
+/// How a policy's calls get their instance.
+///
+/// `Fresh` (the default): a new store and instance per call, dropped afterwards: no state
+/// survives a call. `Warm`: instances are kept and reused, each for at most
+/// `crate::policy::CallLimits::warm_max_calls` calls and never after a trap, timeout or memory blow-up, for
+/// guests whose instantiation costs more than their call (Python, JavaScript). Reuse means a
+/// policy's module-level state persists between the requests one instance serves; the same
+/// deadline and memory cap apply to every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolMode {
+    #[default]
+    Fresh,
+    Warm,
+}
+
+impl PoolMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolMode::Fresh => "fresh",
+            PoolMode::Warm => "warm",
+        }
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,14 +59,14 @@ pub(super) struct RawRouting {
     /// `fresh` (a new instance per call, the default) or `warm` (reused instances, for Python and
     /// JavaScript routers); uploads may choose per version.
     #[serde(default)]
-    pool: crate::policy::PoolMode,
+    pool: PoolMode,
     /// With `pool = "warm"`: calls one instance serves before it is retired.
     #[serde(default = "default_warm_max_calls")]
     warm_max_calls: u32,
 }
 
 fn default_warm_max_calls() -> u32 {
-    crate::policy::DEFAULT_WARM_MAX_CALLS
+    DEFAULT_WARM_MAX_CALLS
 }
 
 #[derive(Debug, Clone)]
@@ -52,7 +81,7 @@ pub struct RoutingConfig {
     pub memory_bytes: usize,
     pub cache_dir: Option<PathBuf>,
     /// How the configured router's calls get their instance (uploads may override).
-    pub pool: crate::policy::PoolMode,
+    pub pool: PoolMode,
     pub warm_max_calls: u32,
 }
 

@@ -1,5 +1,6 @@
 //! `[[teams]]` and `[[keys]]`: the teams and keys the file declares (keys by the hash of their
-//! secret only), and the roles a key may have.
+//! secret only), the roles a key may have and the plans a team may be on (`crate::store` keeps
+//! both and re-exports [`Plan`]).
 
 use std::collections::HashMap;
 
@@ -19,6 +20,34 @@ impl Role {
             Role::Admin => "admin",
             Role::Member => "member",
             Role::Auditor => "auditor",
+        }
+    }
+}
+
+/// A team's plan; its numeric defaults (rpm, tokens per day) live in the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Plan {
+    #[default]
+    Development,
+    Professional,
+    Enterprise,
+}
+
+impl Plan {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Plan::Development => "development",
+            Plan::Professional => "professional",
+            Plan::Enterprise => "enterprise",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Plan> {
+        match s {
+            "development" => Some(Plan::Development),
+            "professional" => Some(Plan::Professional),
+            "enterprise" => Some(Plan::Enterprise),
+            _ => None,
         }
     }
 }
@@ -47,7 +76,7 @@ pub(super) struct RawKey {
 pub struct TeamConfig {
     pub id: String,
     pub name: String,
-    pub plan: crate::store::Plan,
+    pub plan: Plan,
 }
 
 #[derive(Debug, Clone)]
@@ -75,13 +104,13 @@ pub(super) fn validate_teams(
             );
         }
         let plan = match t.plan.as_deref() {
-            None => crate::store::Plan::default(),
-            Some(p) => crate::store::Plan::parse(p).unwrap_or_else(|| {
+            None => Plan::default(),
+            Some(p) => Plan::parse(p).unwrap_or_else(|| {
                 err(
                     format!("teams[{i}].plan"),
                     "must be `development`, `professional` or `enterprise`",
                 );
-                crate::store::Plan::default()
+                Plan::default()
             }),
         };
         teams.push(TeamConfig {
