@@ -2,16 +2,18 @@
 //! (`cost.threshold`, `routing.rule`, `guardrail.violation`, `model.fallback`,
 //! `request.completed`), in the seed's shape `{event, timestamp, request_id, details, metadata:
 //! {team_id, user_id}}`. Emitting never blocks and never fails the request that emitted. Each
-//! event goes to in-process subscribers (a broadcast) and, when a webhook subscription exists, to
-//! the webhook outbox (`crate::webhooks`), which persists it and delivers it.
+//! event goes to in-process subscribers (a broadcast) and to the [`Sink`] registered when the
+//! channel is built, if it wants events: the webhook outbox, which persists and delivers them, is
+//! wired in by whoever builds the state. This module knows no subscriber by name.
 
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
-
-use crate::webhooks::Outbox;
 
 /// Events buffered for slow in-process subscribers before the oldest are dropped (and counted).
 const CAPACITY: usize = 4_096;
@@ -35,24 +37,40 @@ pub struct Metadata {
     pub user_id: Option<String>,
 }
 
+/// A durable subscriber of the channel (an outbox: events handed over are persisted, then acted
+/// on). Registered when the channel is built ([`Events::new`]); `push` must never block.
+pub trait Sink: fmt::Debug + Send + Sync + 'static {
+    /// Whether the sink wants events now (when nobody does, events are not even built).
+    fn wanted(&self) -> bool;
+    /// Hands an event over, without blocking.
+    fn push(&self, event: Arc<Event>);
+    /// How many events were handed over so far (a mark for [`Sink::persisted_to`]).
+    fn mark(&self) -> u64;
+    /// Waits until every event handed over up to `mark` is persisted (bounded by the sink).
+    fn persisted_to(&self, mark: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
 #[derive(Debug, Clone)]
 pub struct Events {
     tx: broadcast::Sender<Arc<Event>>,
-    outbox: Option<Outbox>,
+    outbox: Option<Arc<dyn Sink>>,
 }
 
 impl Default for Events {
     fn default() -> Self {
-        Events::new(None)
+        Events {
+            tx: broadcast::channel(CAPACITY).0,
+            outbox: None,
+        }
     }
 }
 
 impl Events {
     /// The channel, feeding `outbox` when given.
-    pub fn new(outbox: Option<Outbox>) -> Events {
+    pub fn new<S: Sink>(outbox: Option<S>) -> Events {
         Events {
-            tx: broadcast::channel(CAPACITY).0,
-            outbox,
+            outbox: outbox.map(|o| Arc::new(o) as Arc<dyn Sink>),
+            ..Events::default()
         }
     }
 
@@ -75,9 +93,9 @@ impl Events {
         let _ = self.tx.send(event);
     }
 
-    /// The webhook outbox this channel feeds, when there is one.
-    pub fn outbox(&self) -> Option<&Outbox> {
-        self.outbox.as_ref()
+    /// The durable sink this channel feeds, when there is one.
+    pub fn outbox(&self) -> Option<&dyn Sink> {
+        self.outbox.as_deref()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {

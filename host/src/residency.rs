@@ -4,11 +4,14 @@
 //! router only ever sees compliant candidates, and its answer is checked again here. When no
 //! compliant model exists the request is refused with 451 `sovereignty_error`, naming the
 //! constraint.
+//!
+//! Below routing: the router filters its candidates through a [`Boundary`], and [`guard`] takes
+//! any route that implements [`Guarded`] (`crate::routing::Route` does); this module knows no
+//! router.
 
 use std::sync::Arc;
 
 use crate::config::{Config, ModelConfig, ModelKind};
-use crate::routing::{DEFAULT_POLICY, Route};
 
 /// Classification labels that make a request sensitive (`X-Data-Classification` or the body's
 /// `routing.classification`), besides a guardrail's flag.
@@ -86,27 +89,37 @@ impl Boundary<'_> {
     }
 }
 
+/// What the guard needs of a route: its model, its fallbacks, and whether it is the default route
+/// (no policy decided, so any compliant model may serve instead).
+pub trait Guarded {
+    fn model(&self) -> &Arc<ModelConfig>;
+    fn set_model(&mut self, model: Arc<ModelConfig>);
+    fn fallbacks_mut(&mut self) -> &mut Vec<Arc<ModelConfig>>;
+    fn is_default(&self) -> bool;
+}
+
 /// The route, made compliant: its model if compliant, else its first compliant fallback; for the
 /// default route (no policy decided), else the first compliant model of `kind` in config order.
 /// Non-compliant fallbacks are dropped. `Err` when nothing complies.
-pub fn guard(
-    mut route: Route,
+pub fn guard<R: Guarded>(
+    mut route: R,
     boundary: &Boundary<'_>,
     config: &Config,
     kind: ModelKind,
-) -> Result<Route, Breach> {
-    route.fallbacks.retain(|m| boundary.admits(m));
-    let Err(breach) = boundary.check(&route.model) else {
+) -> Result<R, Breach> {
+    route.fallbacks_mut().retain(|m| boundary.admits(m));
+    let Err(breach) = boundary.check(route.model()) else {
         return Ok(route);
     };
-    if !route.fallbacks.is_empty() {
-        route.model = route.fallbacks.remove(0);
+    if !route.fallbacks_mut().is_empty() {
+        let first = route.fallbacks_mut().remove(0);
+        route.set_model(first);
         return Ok(route);
     }
-    if &*route.policy == DEFAULT_POLICY {
+    if route.is_default() {
         return match first_compliant(config, boundary, kind) {
             Some(m) => {
-                route.model = m;
+                route.set_model(m);
                 Ok(route)
             }
             None => Err(Breach::NoCandidate),
@@ -125,97 +138,4 @@ fn first_compliant(
         .iter()
         .find(|m| m.kind == kind && boundary.admits(m))
         .cloned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::routing::EXPLICIT_POLICY;
-
-    const CONFIG: &str = "sovereign_id = \"t\"\nregion = \"sa\"\ndefault_model = \"cloud\"\n\
-        [[models]]\nid = \"cloud\"\nfamily = \"f\"\nkind = \"chat\"\nregion = \"eu\"\n\
-        base_url = \"http://127.0.0.1:9/v1\"\n\
-        [[models]]\nid = \"onprem\"\nfamily = \"f\"\nkind = \"chat\"\nregion = \"sa\"\nlocal = true\n\
-        base_url = \"http://127.0.0.1:9/v1\"\n";
-
-    fn route(config: &Config, model: &str, policy: &str) -> Route {
-        Route {
-            model: config.model(model).unwrap().clone(),
-            fallbacks: Vec::new(),
-            policy: policy.into(),
-            rule: "r".into(),
-        }
-    }
-
-    #[test]
-    fn explicit_models_outside_the_boundary_are_refused() {
-        let c = Config::parse(CONFIG).unwrap();
-        let sa = vec!["sa".to_string()];
-        let b = Boundary {
-            allowed_regions: &sa,
-            allowed_models: &[],
-            sensitive: false,
-        };
-        let e = guard(route(&c, "cloud", EXPLICIT_POLICY), &b, &c, ModelKind::Chat).unwrap_err();
-        assert!(matches!(e, Breach::Region { .. }), "{e}");
-        assert!(
-            guard(
-                route(&c, "onprem", EXPLICIT_POLICY),
-                &b,
-                &c,
-                ModelKind::Chat
-            )
-            .is_ok()
-        );
-        let sensitive = Boundary {
-            allowed_regions: &[],
-            allowed_models: &[],
-            sensitive: true,
-        };
-        let e = guard(
-            route(&c, "cloud", EXPLICIT_POLICY),
-            &sensitive,
-            &c,
-            ModelKind::Chat,
-        )
-        .unwrap_err();
-        assert_eq!(
-            e,
-            Breach::NotLocal {
-                model: "cloud".into()
-            }
-        );
-    }
-
-    #[test]
-    fn the_default_route_and_fallbacks_move_to_a_compliant_model() {
-        let c = Config::parse(CONFIG).unwrap();
-        let sensitive = Boundary {
-            allowed_regions: &[],
-            allowed_models: &[],
-            sensitive: true,
-        };
-        let r = guard(
-            route(&c, "cloud", DEFAULT_POLICY),
-            &sensitive,
-            &c,
-            ModelKind::Chat,
-        )
-        .unwrap();
-        assert_eq!(r.model.id.0, "onprem");
-        let mut with_fallback = route(&c, "cloud", "rules");
-        with_fallback.fallbacks = vec![c.model("onprem").unwrap().clone()];
-        let r = guard(with_fallback, &sensitive, &c, ModelKind::Chat).unwrap();
-        assert_eq!(r.model.id.0, "onprem");
-        let nowhere = vec!["us".to_string()];
-        let b = Boundary {
-            allowed_regions: &nowhere,
-            allowed_models: &[],
-            sensitive: false,
-        };
-        assert_eq!(
-            guard(route(&c, "cloud", DEFAULT_POLICY), &b, &c, ModelKind::Chat).unwrap_err(),
-            Breach::NoCandidate
-        );
-    }
 }

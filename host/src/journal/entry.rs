@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::canonical::{encode_split, key_str};
+use super::canonical::{key_opt_str, key_opt_u64, key_str, key_u64};
 
 /// `prev_hash` of the first entry of a chain (seq 1): `sha256:` followed by 64 zeros.
 pub const GENESIS_HASH: &str =
@@ -133,6 +133,37 @@ impl Entry {
         out.extend_from_slice(&tail);
         out.push(b'\n');
         hash
+    }
+}
+
+/// The canonical encoding of `entry` without `journal_hash`, split where `journal_hash` sorts
+/// (between `completion_tokens` and `key_id`): `head` ends with `,`, `tail` starts with
+/// `"key_id"`. `head + tail` is what is hashed; `head + "journal_hash":"…", + tail` is the line.
+fn encode_split(entry: &Entry, head: &mut Vec<u8>, tail: &mut Vec<u8>) {
+    head.push(b'{');
+    key_str(head, "action", &entry.action);
+    key_str(head, "actor_id", &entry.actor_id);
+    key_opt_u64(head, "completion_tokens", entry.completion_tokens);
+    key_str(tail, "key_id", &entry.key_id);
+    key_u64(tail, "latency_us", entry.latency_us);
+    key_opt_str(tail, "model", entry.model.as_deref());
+    key_str(tail, "prev_hash", &entry.prev_hash);
+    key_opt_str(tail, "prompt_hash", entry.prompt_hash.as_deref());
+    key_opt_u64(tail, "prompt_tokens", entry.prompt_tokens);
+    key_str(tail, "request_id", &entry.request_id);
+    key_opt_str(
+        tail,
+        "residency_boundary",
+        entry.residency_boundary.as_deref(),
+    );
+    key_opt_str(tail, "routing_policy", entry.routing_policy.as_deref());
+    key_u64(tail, "seq", entry.seq);
+    key_str(tail, "status", entry.status.as_str());
+    key_str(tail, "team_id", &entry.team_id);
+    key_str(tail, "timestamp", &entry.timestamp);
+    // Every key above wrote a trailing comma; the object's last one becomes the closing brace.
+    if let Some(last) = tail.last_mut() {
+        *last = b'}';
     }
 }
 
@@ -407,5 +438,54 @@ mod tests {
         assert_eq!(&out[..out.len() - 1], reference.as_slice());
         assert_eq!(record.entry, sample());
         assert!(Record::parse(br#"{"seq":1}"#).is_err());
+    }
+
+    // The hand-written encoding against the general implementation (was in canonical.rs).
+
+    fn entry(text: &str, optional: bool) -> Entry {
+        Entry::from_draft(
+            EntryDraft {
+                timestamp: UNIX_EPOCH,
+                request_id: format!("req-{text}"),
+                actor_id: text.into(),
+                team_id: "t\u{7f}\u{2028}".into(),
+                key_id: "k".into(),
+                action: "chat.completions".into(),
+                model: optional.then(|| text.to_string()),
+                prompt_hash: optional.then(|| "sha256:00".to_string()),
+                routing_policy: optional.then(|| "r".to_string()),
+                residency_boundary: optional.then(|| "eu".to_string()),
+                status: Status::Blocked,
+                prompt_tokens: optional.then_some(u64::from(u32::MAX) * 1000),
+                completion_tokens: optional.then_some(0),
+                latency_us: 7,
+            },
+            9_007_199_254_740_991, // 2^53 - 1, the largest integer JCS keeps exact
+            GENESIS_HASH.into(),
+        )
+    }
+
+    #[test]
+    fn matches_the_general_rfc8785_implementation() {
+        let texts = [
+            "",
+            "plain",
+            "quote\" backslash\\ slash/",
+            "controls \u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f}",
+            "ünïcödé 日本語 🦀",
+        ];
+        for text in texts {
+            for optional in [true, false] {
+                let e = entry(text, optional);
+                let (mut head, mut tail) = (Vec::new(), Vec::new());
+                encode_split(&e, &mut head, &mut tail);
+                head.extend_from_slice(&tail);
+                let reference = serde_json_canonicalizer::to_vec(&e).unwrap();
+                assert_eq!(
+                    String::from_utf8(head).unwrap(),
+                    String::from_utf8(reference).unwrap()
+                );
+            }
+        }
     }
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+pub use crate::config::{DEFAULT_WARM_MAX_CALLS, PoolMode};
 pub use guardrail::{GuardrailPolicy, Stage as GuardrailStage, Verdict as GuardrailVerdict};
 pub use router::{Candidate, RouteFacts, RouterDecision, RouterPolicy, WORLD as ROUTER_WORLD};
 
@@ -72,34 +73,6 @@ impl Default for CallLimits {
             memory_bytes: 32 << 20,
             pool: PoolMode::Fresh,
             warm_max_calls: DEFAULT_WARM_MAX_CALLS,
-        }
-    }
-}
-
-/// Calls one warm instance serves before it is retired, unless configured otherwise.
-pub const DEFAULT_WARM_MAX_CALLS: u32 = 1000;
-
-/// How a policy's calls get their instance.
-///
-/// `Fresh` (the default): a new store and instance per call, dropped afterwards: no state
-/// survives a call. `Warm`: instances are kept and reused, each for at most
-/// [`CallLimits::warm_max_calls`] calls and never after a trap, timeout or memory blow-up, for
-/// guests whose instantiation costs more than their call (Python, JavaScript). Reuse means a
-/// policy's module-level state persists between the requests one instance serves; the same
-/// deadline and memory cap apply to every call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PoolMode {
-    #[default]
-    Fresh,
-    Warm,
-}
-
-impl PoolMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PoolMode::Fresh => "fresh",
-            PoolMode::Warm => "warm",
         }
     }
 }

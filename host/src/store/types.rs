@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+pub use crate::config::Plan;
 use crate::config::Role;
 
 use super::clock::UnixMillis;
@@ -29,34 +30,6 @@ impl fmt::Display for TeamId {
 impl fmt::Display for KeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-/// A team's plan; its numeric defaults (rpm, tokens per day) live in the config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Plan {
-    #[default]
-    Development,
-    Professional,
-    Enterprise,
-}
-
-impl Plan {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Plan::Development => "development",
-            Plan::Professional => "professional",
-            Plan::Enterprise => "enterprise",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Plan> {
-        match s {
-            "development" => Some(Plan::Development),
-            "professional" => Some(Plan::Professional),
-            "enterprise" => Some(Plan::Enterprise),
-            _ => None,
-        }
     }
 }
 

@@ -5,6 +5,8 @@
 //! (shutdown drains this way); [`Outbox::persisted_to`] lets a request wait until the events it
 //! emitted are persisted before it answers.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -32,7 +34,7 @@ pub(super) struct Outgoing {
     only: Option<String>,
 }
 
-/// The emitting side, held by [`crate::events::Events`].
+/// The emitting side, registered into [`crate::events::Events`] as its [`crate::events::Sink`].
 #[derive(Debug, Clone)]
 pub struct Outbox {
     queue: GroupCommit<Outgoing>,
@@ -117,6 +119,25 @@ impl Outbox {
     /// Returns once every event pushed before this call is persisted (or the writer is gone).
     pub async fn flush(&self) {
         self.queue.flush().await;
+    }
+}
+
+/// The outbox is the events channel's durable sink, registered when the state is built.
+impl crate::events::Sink for Outbox {
+    fn wanted(&self) -> bool {
+        Outbox::wanted(self)
+    }
+
+    fn push(&self, event: Arc<Event>) {
+        Outbox::push(self, event);
+    }
+
+    fn mark(&self) -> u64 {
+        Outbox::mark(self)
+    }
+
+    fn persisted_to(&self, mark: u64) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(Outbox::persisted_to(self, mark))
     }
 }
 

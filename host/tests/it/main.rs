@@ -14,6 +14,7 @@ mod fallback;
 mod gateway;
 mod hot_swap;
 mod journal;
+mod layers;
 mod policy;
 mod shaper;
 mod store;

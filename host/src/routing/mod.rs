@@ -31,6 +31,24 @@ pub struct Route {
     pub rule: Arc<str>,
 }
 
+impl crate::residency::Guarded for Route {
+    fn model(&self) -> &Arc<ModelConfig> {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Arc<ModelConfig>) {
+        self.model = model;
+    }
+
+    fn fallbacks_mut(&mut self) -> &mut Vec<Arc<ModelConfig>> {
+        &mut self.fallbacks
+    }
+
+    fn is_default(&self) -> bool {
+        &*self.policy == DEFAULT_POLICY
+    }
+}
+
 impl Route {
     /// The router policy chose the model (not an explicit model id, not the default fallback):
     /// what a `routing.rule` event reports.
@@ -255,3 +273,6 @@ fn lookup(config: &Config, id: &str, kind: ModelKind) -> Result<Arc<ModelConfig>
     }
     Ok(model.clone())
 }
+
+#[cfg(test)]
+mod tests;
