@@ -11,8 +11,6 @@ use http::HeaderMap;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-pub use crate::access::Principal;
-
 pub const KEY_PREFIX: &str = "sk-sov-";
 const RANDOM_HEX: usize = 48;
 const CHECKSUM_HEX: usize = 8;

@@ -10,7 +10,7 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::Principal;
+use crate::access::Principal;
 use crate::budget::units;
 use crate::config::Role;
 use crate::server::error::ApiError;

@@ -16,7 +16,7 @@ use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::auth::Principal;
+use crate::access::Principal;
 use crate::journal::query::{Filter, Page, query};
 use crate::journal::{JournalError, Record, Status, format_utc, parse_iso8601};
 use crate::server::body;

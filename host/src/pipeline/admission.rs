@@ -14,8 +14,8 @@ use http::request::Parts;
 
 use super::ClientIp;
 use crate::access::CachedKey;
+use crate::access::Principal;
 use crate::access::limits::X_RATELIMIT_LIMIT;
-use crate::auth::Principal;
 use crate::config::Role;
 use crate::metrics::Metrics;
 use crate::server::body;

@@ -22,7 +22,7 @@ use http::{HeaderName, Method, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::auth::Principal;
+use crate::access::Principal;
 use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
 use crate::metrics::Metrics;
 use crate::pipeline::RequestCtx;
