@@ -5,5 +5,6 @@
 //! index is rebuilt from rows of (chunk id, vector bytes, text, metadata).
 
 pub mod embed;
+pub mod normalize;
 
 pub use embed::{E5Model, EmbedError, find_model};
