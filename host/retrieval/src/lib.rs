@@ -5,6 +5,8 @@
 //! index is rebuilt from rows of (chunk id, vector bytes, text, metadata).
 
 pub mod embed;
+pub mod index;
 pub mod normalize;
 
 pub use embed::{E5Model, EmbedError, find_model};
+pub use index::{ChunkInput, ChunkRow, Filter, Hit, Index, IndexError, SearchResults};

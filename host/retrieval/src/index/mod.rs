@@ -1,0 +1,536 @@
+//! The hybrid in-memory index over chunks: int8 vectors searched exactly (`vectors`) and BM25 over
+//! normalised terms (`bm25`), fused by reciprocal rank (`fusion`). Filters by tenant, collection
+//! and a caller predicate; delete by document (invisible at once, space reclaimed by compaction);
+//! rebuilt from the host store's rows (`ChunkRow`).
+
+mod bm25;
+mod fusion;
+mod vectors;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+pub use fusion::RRF_K;
+pub use vectors::{VectorError, vector_from_bytes, vector_to_bytes};
+
+use crate::normalize::{TokenizerOptions, tokenize};
+
+/// Why a chunk could not be added or a query run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Vector(#[from] VectorError),
+}
+
+/// A chunk to add. The index keeps its terms and vector, not its text (the host's store has it).
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkInput<'a> {
+    pub chunk_id: u64,
+    pub tenant: &'a str,
+    pub collection: &'a str,
+    pub document_id: &'a str,
+    pub text: &'a str,
+    pub vector: &'a [f32],
+}
+
+/// A chunk as the host's store keeps it: the vector in `vector_to_bytes` form.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkRow<'a> {
+    pub chunk_id: u64,
+    pub tenant: &'a str,
+    pub collection: &'a str,
+    pub document_id: &'a str,
+    pub text: &'a str,
+    pub vector_bytes: &'a [u8],
+}
+
+/// What a filter predicate sees of a chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkMeta<'a> {
+    pub chunk_id: u64,
+    pub tenant: &'a str,
+    pub collection: &'a str,
+    pub document_id: &'a str,
+}
+
+/// Which chunks a search may return. All conditions must hold; `None` means "any".
+#[derive(Clone, Copy, Default)]
+pub struct Filter<'a> {
+    /// Only this tenant's chunks (the host's team scoping).
+    pub tenant: Option<&'a str>,
+    /// Only chunks in one of these collections.
+    pub collections: Option<&'a [&'a str]>,
+    /// Any further condition (metadata filters, a document allow-list, …).
+    pub predicate: Option<&'a dyn Fn(&ChunkMeta<'_>) -> bool>,
+}
+
+impl std::fmt::Debug for Filter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filter")
+            .field("tenant", &self.tenant)
+            .field("collections", &self.collections)
+            .field("predicate", &self.predicate.is_some())
+            .finish()
+    }
+}
+
+/// Which rankings a search uses (the evaluation compares them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Vector and BM25 rankings fused by RRF.
+    #[default]
+    Hybrid,
+    VectorOnly,
+    LexicalOnly,
+}
+
+/// Search settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchOptions {
+    pub mode: Mode,
+    /// How deep each ranking goes before fusion (at least `top_k`).
+    pub candidates: usize,
+    pub rrf_k: f32,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Hybrid,
+            candidates: 50,
+            rrf_k: RRF_K,
+        }
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub chunk_id: u64,
+    pub document_id: Arc<str>,
+    pub collection: Arc<str>,
+    /// 1-based position in the returned list.
+    pub rank: usize,
+    /// The fused RRF score (in single-list modes, the RRF of that list).
+    pub score: f32,
+    /// Cosine of the query and chunk vectors (int8 approximation, ±0.01).
+    pub vector_sim: f32,
+    /// BM25 of the query terms in the chunk (0 if none match).
+    pub bm25: f32,
+    /// Rank in the vector list (1-based), if the chunk made its candidates.
+    pub vector_rank: Option<u32>,
+    /// Rank in the BM25 list (1-based), if the chunk made its candidates.
+    pub bm25_rank: Option<u32>,
+    /// Distinct query terms present in the chunk.
+    pub terms_matched: u16,
+}
+
+/// A search's hits and the query-level figures `confidence` turns into features.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchResults {
+    pub hits: Vec<Hit>,
+    /// The two best cosines among the filtered chunks (fewer if fewer chunks).
+    pub vector_top: Vec<f32>,
+    /// The best BM25 among the filtered chunks (0 if no term matches).
+    pub bm25_top: f32,
+    /// Σ idf × (k1+1) over the query's known terms: `bm25_top / bm25_ceiling` is in [0, 1).
+    pub bm25_ceiling: f32,
+    /// Distinct terms of the query after normalisation.
+    pub query_terms: usize,
+    /// |top-5 by vector ∩ top-5 by BM25| / 5.
+    pub list_overlap: f32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    chunk_id: u64,
+    tenant: u32,
+    collection: u32,
+    document: u32,
+    alive: bool,
+}
+
+/// Interned names (tenants, collections, document ids): one `Arc<str>` each.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    ids: HashMap<Arc<str>, u32>,
+    names: Vec<Arc<str>>,
+}
+
+impl Names {
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        let name: Arc<str> = name.into();
+        self.names.push(name.clone());
+        self.ids.insert(name, id);
+        id
+    }
+
+    fn get(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    fn name(&self, id: u32) -> &Arc<str> {
+        &self.names[id as usize]
+    }
+}
+
+/// The hybrid index. Not internally synchronised: the host wraps it (e.g. in an `RwLock`: searches
+/// take `&self`, changes `&mut self`).
+#[derive(Debug, Clone)]
+pub struct Index {
+    model_key: String,
+    tokenizer: TokenizerOptions,
+    vectors: vectors::VectorStore,
+    bm25: bm25::Bm25,
+    slots: Vec<Slot>,
+    by_chunk: HashMap<u64, u32>,
+    by_document: HashMap<u32, Vec<u32>>,
+    names: Names,
+    dead: usize,
+}
+
+/// A scored slot ordered by score (total order on f32), then by lower slot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scored(f32, u32);
+impl Eq for Scored {}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0
+            .total_cmp(&other.0)
+            .then_with(|| other.1.cmp(&self.1))
+    }
+}
+
+/// The `n` best of `items`, best first.
+fn top_n(items: impl Iterator<Item = Scored>, n: usize) -> Vec<Scored> {
+    let mut heap: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(n + 1);
+    for item in items {
+        if heap.len() < n {
+            heap.push(Reverse(item));
+        } else if let Some(Reverse(worst)) = heap.peek()
+            && item > *worst
+        {
+            heap.pop();
+            heap.push(Reverse(item));
+        }
+    }
+    let mut out: Vec<Scored> = heap.into_iter().map(|Reverse(s)| s).collect();
+    out.sort_by(|a, b| b.cmp(a));
+    out
+}
+
+impl Index {
+    /// An empty index of `dim`-dimensional vectors from the model identified by `model_key`
+    /// (e.g. `"multilingual-e5-small-q4:<sha256>"`): the host compares it before mixing vectors.
+    pub fn new(dim: usize, model_key: impl Into<String>) -> Self {
+        Self::with_tokenizer(dim, model_key, TokenizerOptions::default())
+    }
+
+    pub fn with_tokenizer(
+        dim: usize,
+        model_key: impl Into<String>,
+        tokenizer: TokenizerOptions,
+    ) -> Self {
+        Self {
+            model_key: model_key.into(),
+            tokenizer,
+            vectors: vectors::VectorStore::new(dim),
+            bm25: bm25::Bm25::default(),
+            slots: Vec::new(),
+            by_chunk: HashMap::new(),
+            by_document: HashMap::new(),
+            names: Names::default(),
+            dead: 0,
+        }
+    }
+
+    /// Rebuilds an index from the store's rows.
+    pub fn from_rows<'a>(
+        dim: usize,
+        model_key: impl Into<String>,
+        rows: impl IntoIterator<Item = ChunkRow<'a>>,
+    ) -> Result<Self, IndexError> {
+        let mut index = Self::new(dim, model_key);
+        for row in rows {
+            index.add_row(&row)?;
+        }
+        Ok(index)
+    }
+
+    pub fn model_key(&self) -> &str {
+        &self.model_key
+    }
+
+    pub fn dim(&self) -> usize {
+        self.vectors.dim()
+    }
+
+    /// Live chunks.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.dead
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds a chunk (replacing one with the same `chunk_id`).
+    pub fn add(&mut self, chunk: &ChunkInput<'_>) -> Result<(), IndexError> {
+        self.vectors.check(chunk.vector)?;
+        if chunk.vector.iter().any(|x| !x.is_finite()) {
+            return Err(VectorError::NotFinite.into());
+        }
+        if let Some(&old) = self.by_chunk.get(&chunk.chunk_id) {
+            self.kill(old);
+        }
+        let terms = tokenize(chunk.text, self.tokenizer);
+        self.vectors.push(chunk.vector)?;
+        self.bm25.push(&terms);
+        let slot = self.slots.len() as u32;
+        let document = self.names.intern(chunk.document_id);
+        self.slots.push(Slot {
+            chunk_id: chunk.chunk_id,
+            tenant: self.names.intern(chunk.tenant),
+            collection: self.names.intern(chunk.collection),
+            document,
+            alive: true,
+        });
+        self.by_chunk.insert(chunk.chunk_id, slot);
+        self.by_document.entry(document).or_default().push(slot);
+        Ok(())
+    }
+
+    /// Adds a chunk from a store row.
+    pub fn add_row(&mut self, row: &ChunkRow<'_>) -> Result<(), IndexError> {
+        let vector = vector_from_bytes(row.vector_bytes)?;
+        self.add(&ChunkInput {
+            chunk_id: row.chunk_id,
+            tenant: row.tenant,
+            collection: row.collection,
+            document_id: row.document_id,
+            text: row.text,
+            vector: &vector,
+        })
+    }
+
+    /// Removes every chunk of `document_id`; they are invisible to the next search. Returns how
+    /// many were removed.
+    pub fn delete_document(&mut self, document_id: &str) -> usize {
+        let Some(document) = self.names.get(document_id) else {
+            return 0;
+        };
+        let slots = self.by_document.remove(&document).unwrap_or_default();
+        let mut removed = 0;
+        for slot in slots {
+            if self.slots[slot as usize].alive {
+                self.kill(slot);
+                removed += 1;
+            }
+        }
+        self.maybe_compact();
+        removed
+    }
+
+    /// Removes one chunk; true if it was there.
+    pub fn delete_chunk(&mut self, chunk_id: u64) -> bool {
+        let Some(&slot) = self.by_chunk.get(&chunk_id) else {
+            return false;
+        };
+        self.kill(slot);
+        let document = self.slots[slot as usize].document;
+        if let Some(list) = self.by_document.get_mut(&document) {
+            list.retain(|&s| s != slot);
+        }
+        self.maybe_compact();
+        true
+    }
+
+    fn kill(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        if s.alive {
+            s.alive = false;
+            self.dead += 1;
+            self.bm25.forget(slot as usize);
+            self.by_chunk.remove(&s.chunk_id);
+        }
+    }
+
+    /// Compacts once a quarter of the slots are dead (and at least 64).
+    fn maybe_compact(&mut self) {
+        if self.dead >= 64 && self.dead * 4 >= self.slots.len() {
+            self.compact();
+        }
+    }
+
+    /// Drops deleted chunks from memory and from the BM25 document frequencies.
+    pub fn compact(&mut self) {
+        if self.dead == 0 {
+            return;
+        }
+        let keep: Vec<bool> = self.slots.iter().map(|s| s.alive).collect();
+        self.vectors.retain(&keep);
+        self.bm25.retain(&keep);
+        self.slots.retain(|s| s.alive);
+        self.by_chunk.clear();
+        self.by_document.clear();
+        for (i, s) in self.slots.iter().enumerate() {
+            self.by_chunk.insert(s.chunk_id, i as u32);
+            self.by_document
+                .entry(s.document)
+                .or_default()
+                .push(i as u32);
+        }
+        self.dead = 0;
+    }
+
+    /// Approximate heap bytes held (vectors, postings, slot tables; not allocator overhead).
+    pub fn memory_bytes(&self) -> usize {
+        let slots = self.slots.capacity() * std::mem::size_of::<Slot>();
+        let maps =
+            self.by_chunk.capacity() * 16 + self.by_document.capacity() * 32 + self.slots.len() * 4;
+        let names: usize = self.names.names.iter().map(|n| n.len() + 16 + 40).sum();
+        self.vectors.memory_bytes() + self.bm25.memory_bytes() + slots + maps + names
+    }
+
+    /// Hybrid search with the default options.
+    pub fn search(
+        &self,
+        query_vector: &[f32],
+        query_text: &str,
+        top_k: usize,
+        filter: &Filter<'_>,
+    ) -> Result<SearchResults, IndexError> {
+        self.search_with(
+            query_vector,
+            query_text,
+            top_k,
+            filter,
+            &SearchOptions::default(),
+        )
+    }
+
+    /// Search with explicit options (mode, candidate depth, RRF constant).
+    pub fn search_with(
+        &self,
+        query_vector: &[f32],
+        query_text: &str,
+        top_k: usize,
+        filter: &Filter<'_>,
+        options: &SearchOptions,
+    ) -> Result<SearchResults, IndexError> {
+        let query = self.vectors.prepare(query_vector)?;
+        let terms = tokenize(query_text, self.tokenizer);
+        let prepared = self.bm25.prepare(&terms);
+        let depth = options.candidates.max(top_k);
+
+        let Some(accept) = self.acceptor(filter) else {
+            // A tenant or collection the index has never seen: nothing can match.
+            return Ok(SearchResults {
+                query_terms: prepared.distinct_terms,
+                bm25_ceiling: prepared.ceiling,
+                ..SearchResults::default()
+            });
+        };
+
+        let vector_list = top_n(
+            (0..self.slots.len())
+                .filter(|&slot| accept(slot))
+                .map(|slot| Scored(self.vectors.similarity(&query, slot), slot as u32)),
+            depth,
+        );
+        let lexical_all = self.bm25.score_all(&prepared, &accept);
+        let lexical_list = top_n(
+            lexical_all.iter().map(|&(slot, s, _)| Scored(s, slot)),
+            depth,
+        );
+
+        let v_slots: Vec<u32> = vector_list.iter().map(|s| s.1).collect();
+        let l_slots: Vec<u32> = lexical_list.iter().map(|s| s.1).collect();
+        let fused = match options.mode {
+            Mode::Hybrid => fusion::rrf(&[&v_slots, &l_slots], options.rrf_k),
+            Mode::VectorOnly => fusion::rrf(&[&v_slots, &[]], options.rrf_k),
+            Mode::LexicalOnly => fusion::rrf(&[&[], &l_slots], options.rrf_k),
+        };
+
+        let hits = fused
+            .into_iter()
+            .take(top_k)
+            .enumerate()
+            .map(|(i, (slot, score, ranks))| {
+                let meta = self.slots[slot as usize];
+                let (bm25, terms_matched) = self.bm25.score_one(&prepared, slot);
+                Hit {
+                    chunk_id: meta.chunk_id,
+                    document_id: self.names.name(meta.document).clone(),
+                    collection: self.names.name(meta.collection).clone(),
+                    rank: i + 1,
+                    score,
+                    vector_sim: self.vectors.similarity(&query, slot as usize),
+                    bm25,
+                    vector_rank: ranks.first().copied().flatten(),
+                    bm25_rank: ranks.get(1).copied().flatten(),
+                    terms_matched,
+                }
+            })
+            .collect();
+
+        let top5 = |l: &[u32]| l.iter().take(5).copied().collect::<Vec<_>>();
+        let (v5, l5) = (top5(&v_slots), top5(&l_slots));
+        let overlap = v5.iter().filter(|s| l5.contains(s)).count() as f32 / 5.0;
+        Ok(SearchResults {
+            hits,
+            vector_top: vector_list.iter().take(2).map(|s| s.0).collect(),
+            bm25_top: lexical_list.first().map_or(0.0, |s| s.0),
+            bm25_ceiling: prepared.ceiling,
+            query_terms: prepared.distinct_terms,
+            list_overlap: overlap,
+        })
+    }
+
+    /// The filter as a slot predicate; `None` if it names a tenant or collections never seen.
+    fn acceptor<'s>(&'s self, filter: &'s Filter<'s>) -> Option<impl Fn(usize) -> bool + 's> {
+        let tenant = match filter.tenant {
+            Some(t) => Some(self.names.get(t)?),
+            None => None,
+        };
+        let collections: Option<Vec<u32>> = match filter.collections {
+            Some(cs) => {
+                let ids: Vec<u32> = cs.iter().filter_map(|c| self.names.get(c)).collect();
+                if ids.is_empty() {
+                    return None;
+                }
+                Some(ids)
+            }
+            None => None,
+        };
+        Some(move |slot: usize| {
+            let s = &self.slots[slot];
+            s.alive
+                && tenant.is_none_or(|t| s.tenant == t)
+                && collections
+                    .as_ref()
+                    .is_none_or(|cs| cs.contains(&s.collection))
+                && filter.predicate.is_none_or(|p| {
+                    p(&ChunkMeta {
+                        chunk_id: s.chunk_id,
+                        tenant: self.names.name(s.tenant),
+                        collection: self.names.name(s.collection),
+                        document_id: self.names.name(s.document),
+                    })
+                })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
