@@ -7,7 +7,7 @@
 //! letters and digits); with `strip_arabic_prefixes` it also removes the article and the common
 //! conjunction/preposition + article prefixes (ال، وال، بال، كال، فال، لل، و) from Arabic words.
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 /// Tokenizer settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,13 +27,28 @@ impl Default for TokenizerOptions {
 
 /// The normalised form of `text` (see the module note).
 pub fn normalize(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
     let mut out = String::with_capacity(text.len());
-    for c in text.nfkc() {
-        if let Some(mapped) = fold(c) {
-            out.extend(mapped.to_lowercase());
-        }
+    // Most text is already NFKC (the quick check is exact for "yes"); composing is the slow part.
+    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        push_folded(text.chars(), &mut out);
+    } else {
+        push_folded(text.nfkc(), &mut out);
     }
     out
+}
+
+fn push_folded(chars: impl Iterator<Item = char>, out: &mut String) {
+    for c in chars {
+        match fold(c) {
+            Some(c) if c.is_ascii() => out.push(c.to_ascii_lowercase()),
+            Some(c) if !c.is_uppercase() => out.push(c),
+            Some(c) => out.extend(c.to_lowercase()),
+            None => {}
+        }
+    }
 }
 
 /// One character folded; `None` drops it.
@@ -68,19 +83,34 @@ fn fold(c: char) -> Option<char> {
 /// The BM25 terms of `text`: normalised words (runs of letters, marks and digits), in order.
 pub fn tokenize(text: &str, options: TokenizerOptions) -> Vec<String> {
     let normalized = normalize(text);
-    let mut terms = Vec::new();
-    for word in normalized.split(|c: char| !c.is_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
-        let word = if options.strip_arabic_prefixes {
-            strip_prefix(word)
-        } else {
-            word
-        };
-        terms.push(word.to_owned());
+    terms(&normalized, options).map(str::to_owned).collect()
+}
+
+/// The terms of already `normalize`d text, borrowed from it (no allocation per term).
+pub fn terms(normalized: &str, options: TokenizerOptions) -> impl Iterator<Item = &str> {
+    normalized
+        .split(|c: char| !is_word_char(c))
+        .filter(|w| !w.is_empty())
+        .map(move |w| {
+            if options.strip_arabic_prefixes {
+                strip_prefix(w)
+            } else {
+                w
+            }
+        })
+}
+
+/// Letters, marks and digits; ASCII and the Arabic letters answered without the Unicode tables.
+fn is_word_char(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
     }
-    terms
+    match c {
+        '\u{0621}'..='\u{063A}' | '\u{0641}'..='\u{064A}' | '\u{066E}'..='\u{06D3}' => true,
+        // Arabic punctuation: comma, semicolon, question mark, percent, decimal/thousands marks.
+        '\u{060C}' | '\u{061B}' | '\u{061F}' | '\u{066A}'..='\u{066D}' | '\u{06D4}' => false,
+        _ => c.is_alphanumeric(),
+    }
 }
 
 /// Prefixes removed by light stemming, longest first; the stem must keep at least 2 letters
@@ -174,6 +204,12 @@ mod tests {
         assert_eq!(tokenize("وزارة", on), ["زاره"]);
         // Latin words are never touched.
         assert_eq!(tokenize("alqard", on), ["alqard"]);
+    }
+
+    #[test]
+    fn arabic_punctuation_separates_words() {
+        let t = tokenize("القرض،الفائدة؛الرسوم؟ ٥٪", TokenizerOptions::default());
+        assert_eq!(t, ["قرض", "فائده", "رسوم", "5"]);
     }
 
     #[test]

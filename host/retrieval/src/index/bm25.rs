@@ -35,14 +35,12 @@ pub(crate) struct PreparedQuery {
 
 impl Bm25 {
     /// Adds the next slot's terms (the slot number must be `self.doc_len.len()`).
-    pub(crate) fn push(&mut self, terms: &[String]) {
+    pub(crate) fn push(&mut self, terms: &[&str]) {
         let slot = self.doc_len.len() as u32;
-        let mut counts: HashMap<&str, u32> = HashMap::new();
-        for t in terms {
-            *counts.entry(t.as_str()).or_default() += 1;
-        }
-        for (term, tf) in counts {
-            let id = match self.terms.get(term) {
+        // Term ids, then counted by sorting integers (cheaper than a map per chunk).
+        let mut ids: Vec<u32> = terms
+            .iter()
+            .map(|&term| match self.terms.get(term) {
                 Some(&id) => id,
                 None => {
                     let id = self.postings.len() as u32;
@@ -50,7 +48,17 @@ impl Bm25 {
                     self.postings.push(Postings::default());
                     id
                 }
-            };
+            })
+            .collect();
+        ids.sort_unstable();
+        let mut counts: Vec<(u32, u32)> = Vec::new();
+        for id in ids {
+            match counts.last_mut() {
+                Some((last, n)) if *last == id => *n += 1,
+                _ => counts.push((id, 1)),
+            }
+        }
+        for (id, tf) in counts {
             let p = &mut self.postings[id as usize];
             p.slots.push(slot);
             p.tfs.push(u8::try_from(tf).unwrap_or(u8::MAX));
@@ -75,16 +83,16 @@ impl Bm25 {
         }
     }
 
-    pub(crate) fn prepare(&self, terms: &[String]) -> PreparedQuery {
+    pub(crate) fn prepare(&self, terms: &[&str]) -> PreparedQuery {
         let mut seen: Vec<&str> = Vec::new();
         let mut resolved = Vec::new();
         let n = self.live_docs as f32;
         for t in terms {
-            if seen.contains(&t.as_str()) {
+            if seen.contains(t) {
                 continue;
             }
             seen.push(t);
-            if let Some(&id) = self.terms.get(t.as_str()) {
+            if let Some(&id) = self.terms.get(*t) {
                 // Document frequency counts deleted slots until the next compaction.
                 let df = self.postings[id as usize].slots.len() as f32;
                 let idf = (1.0 + (n - df + 0.5).max(0.0) / (df + 0.5)).ln();
@@ -100,28 +108,34 @@ impl Bm25 {
     }
 
     /// Scores every slot containing a query term: (slot, score, terms matched), unordered.
-    /// `accept` filters slots (live, tenant, collection, predicate).
+    /// `accept` filters slots (live, tenant, collection, predicate); it is asked once per slot.
     pub(crate) fn score_all(
         &self,
         query: &PreparedQuery,
         mut accept: impl FnMut(usize) -> bool,
     ) -> Vec<(u32, f32, u16)> {
         let avg = self.avg_len();
-        let mut acc: HashMap<u32, (f32, u16)> = HashMap::new();
-        let mut verdict: HashMap<u32, bool> = HashMap::new();
+        // Dense accumulators: a posting list of a common term touches a large share of the slots,
+        // where a hash map per posting costs several times more than these two arrays.
+        let mut scores = vec![0f32; self.doc_len.len()];
+        let mut matched = vec![0u16; self.doc_len.len()];
+        let mut touched = Vec::new();
         for &(id, idf) in &query.terms {
             let p = &self.postings[id as usize];
             for (&slot, &tf) in p.slots.iter().zip(&p.tfs) {
-                let ok = *verdict.entry(slot).or_insert_with(|| accept(slot as usize));
-                if !ok {
-                    continue;
+                let i = slot as usize;
+                if matched[i] == 0 {
+                    touched.push(slot);
                 }
-                let e = acc.entry(slot).or_default();
-                e.0 += idf * self.tf_part(tf, slot, avg);
-                e.1 += 1;
+                scores[i] += idf * self.tf_part(tf, slot, avg);
+                matched[i] += 1;
             }
         }
-        acc.into_iter().map(|(slot, (s, m))| (slot, s, m)).collect()
+        touched
+            .into_iter()
+            .filter(|&slot| accept(slot as usize))
+            .map(|slot| (slot, scores[slot as usize], matched[slot as usize]))
+            .collect()
     }
 
     /// The BM25 score and terms matched of one slot (for hits found only by the vector side).
@@ -191,8 +205,8 @@ impl Bm25 {
 mod tests {
     use super::*;
 
-    fn terms(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_owned).collect()
+    fn terms(s: &str) -> Vec<&str> {
+        s.split_whitespace().collect()
     }
 
     fn ranked(index: &Bm25, q: &str) -> Vec<u32> {

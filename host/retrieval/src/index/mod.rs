@@ -14,7 +14,7 @@ use std::sync::Arc;
 pub use fusion::RRF_K;
 pub use vectors::{VectorError, vector_from_bytes, vector_to_bytes};
 
-use crate::normalize::{TokenizerOptions, tokenize};
+use crate::normalize::{TokenizerOptions, normalize, terms};
 
 /// Why a chunk could not be added or a query run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -293,7 +293,8 @@ impl Index {
         if let Some(&old) = self.by_chunk.get(&chunk.chunk_id) {
             self.kill(old);
         }
-        let terms = tokenize(chunk.text, self.tokenizer);
+        let normalized = normalize(chunk.text);
+        let terms: Vec<&str> = terms(&normalized, self.tokenizer).collect();
         self.vectors.push(chunk.vector)?;
         self.bm25.push(&terms);
         let slot = self.slots.len() as u32;
@@ -429,7 +430,8 @@ impl Index {
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
         let query = self.vectors.prepare(query_vector)?;
-        let terms = tokenize(query_text, self.tokenizer);
+        let normalized = normalize(query_text);
+        let terms: Vec<&str> = terms(&normalized, self.tokenizer).collect();
         let prepared = self.bm25.prepare(&terms);
         let depth = options.candidates.max(top_k);
 
