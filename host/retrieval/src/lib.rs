@@ -4,6 +4,7 @@
 //! calibrated answerability confidence (`confidence`). Persistence belongs to the host's store; the
 //! index is rebuilt from rows of (chunk id, vector bytes, text, metadata).
 
+pub mod confidence;
 pub mod embed;
 pub mod index;
 pub mod normalize;
