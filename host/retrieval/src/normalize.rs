@@ -113,6 +113,24 @@ fn is_word_char(c: char) -> bool {
     }
 }
 
+/// Whether most letters of `text` are Arabic script (the index ranks Arabic and other chunks on
+/// separate similarity scales; see `index::SearchOptions::balance_scripts`).
+pub fn is_mostly_arabic(text: &str) -> bool {
+    let (mut arabic, mut other) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        if ('\u{0600}'..='\u{06FF}').contains(&c)
+            || ('\u{0750}'..='\u{077F}').contains(&c)
+            || ('\u{FB50}'..='\u{FDFF}').contains(&c)
+            || ('\u{FE70}'..='\u{FEFF}').contains(&c)
+        {
+            arabic += 1;
+        } else {
+            other += 1;
+        }
+    }
+    arabic > other
+}
+
 /// Prefixes removed by light stemming, longest first; the stem must keep at least 2 letters
 /// (3 for the lone conjunction و, which also begins many words).
 const PREFIXES: [(&str, usize); 7] = [
@@ -204,6 +222,13 @@ mod tests {
         assert_eq!(tokenize("وزارة", on), ["زاره"]);
         // Latin words are never touched.
         assert_eq!(tokenize("alqard", on), ["alqard"]);
+    }
+
+    #[test]
+    fn script_majority() {
+        assert!(is_mostly_arabic("رسوم التحويل 25 SAR"));
+        assert!(!is_mostly_arabic("Transfer fee ٢٥ ريال"));
+        assert!(!is_mostly_arabic("2024"));
     }
 
     #[test]

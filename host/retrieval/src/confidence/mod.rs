@@ -1,5 +1,5 @@
 //! Answerability confidence: how likely it is that the searched collection answers the query at
-//! all. Raw cosine is not a probability (e5 puts unrelated passages at 0.65–0.82), so five
+//! all. Raw cosine is not a probability (e5 puts unrelated passages at 0.65–0.82), so six
 //! query-level features (`Features`) go through a logistic model fitted offline on a labelled set
 //! of answerable and unanswerable questions (`fit`, by Newton's method on the L2-regularised
 //! log-loss over standardised features) and stored per model file (`fitted`). `brier`, `auc` and
@@ -16,7 +16,7 @@ pub use fitted::CALIBRATIONS;
 use crate::index::SearchResults;
 
 /// Number of features.
-pub const N_FEATURES: usize = 5;
+pub const N_FEATURES: usize = 6;
 /// Feature names, in `Features::to_array` order.
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "top1_cosine",
@@ -24,6 +24,7 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "bm25_norm",
     "list_overlap",
     "terms_matched",
+    "top1_z",
 ];
 
 /// The query-level evidence a confidence is computed from.
@@ -39,6 +40,9 @@ pub struct Features {
     pub list_overlap: f64,
     /// Share of the query's distinct terms found in the top hit.
     pub terms_matched: f64,
+    /// How many standard deviations the best chunk's cosine stands above the other chunks of its
+    /// script (`SearchResults::vector_top_z`): the language-neutral form of `top1_cosine`.
+    pub top1_z: f64,
 }
 
 impl Features {
@@ -60,6 +64,7 @@ impl Features {
             bm25_norm: f64::from(bm25_norm),
             list_overlap: f64::from(results.list_overlap),
             terms_matched,
+            top1_z: f64::from(results.vector_top_z),
         }
     }
 
@@ -70,6 +75,7 @@ impl Features {
             self.bm25_norm,
             self.list_overlap,
             self.terms_matched,
+            self.top1_z,
         ]
     }
 }

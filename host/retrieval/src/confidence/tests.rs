@@ -17,7 +17,7 @@ fn synthetic(n: usize) -> Vec<([f64; N_FEATURES], bool)> {
             let x0 = next() * 4.0 - 2.0;
             let p = sigmoid(3.0 * x0 - 0.5);
             let y = next() < p;
-            ([x0, next(), 0.3, next(), next()], y)
+            ([x0, next(), 0.3, next(), next(), next()], y)
         })
         .collect()
 }
@@ -39,12 +39,12 @@ fn fit_recovers_a_known_model() {
 #[test]
 fn regularisation_shrinks_and_separable_data_stays_finite() {
     let separable: Vec<([f64; N_FEATURES], bool)> = (0..40)
-        .map(|i| ([f64::from(i), 0.0, 0.0, 0.0, 0.0], i >= 20))
+        .map(|i| ([f64::from(i), 0.0, 0.0, 0.0, 0.0, 0.0], i >= 20))
         .collect();
     let model = fit(&separable, 0.1);
     assert!(model.weights.iter().all(|w| w.is_finite()) && model.bias.is_finite());
-    let low = model.predict_array(&[5.0, 0.0, 0.0, 0.0, 0.0]);
-    let high = model.predict_array(&[35.0, 0.0, 0.0, 0.0, 0.0]);
+    let low = model.predict_array(&[5.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    let high = model.predict_array(&[35.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     assert!(low < 0.1 && high > 0.9, "{low} {high}");
     let loose = fit(&separable, 1.0);
     assert!(loose.weights[0] < model.weights[0]);
@@ -93,6 +93,7 @@ fn features_come_from_the_search_results() {
         bm25_ceiling: 8.0,
         query_terms: 4,
         list_overlap: 0.4,
+        vector_top_z: 2.5,
     };
     let f = Features::from_results(&results);
     assert!((f.top1_cosine - 0.9).abs() < 1e-6);
@@ -100,6 +101,7 @@ fn features_come_from_the_search_results() {
     assert!((f.bm25_norm - 0.25).abs() < 1e-6);
     assert!((f.list_overlap - 0.4).abs() < 1e-6);
     assert!((f.terms_matched - 0.75).abs() < 1e-6);
+    assert!((f.top1_z - 2.5).abs() < 1e-6);
     assert_eq!(
         Features::from_results(&SearchResults::default()),
         Features::default()

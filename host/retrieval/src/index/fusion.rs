@@ -10,14 +10,26 @@ pub const RRF_K: f32 = 60.0;
 /// Fuses ranked lists of slots into one: (slot, fused score, rank in each list), best first; ties
 /// broken by the slot's best single rank, then by slot for determinism.
 pub(crate) fn rrf(lists: &[&[u32]], k: f32) -> Vec<(u32, f32, Vec<Option<u32>>)> {
+    let weighted: Vec<Vec<(u32, f32)>> = lists
+        .iter()
+        .map(|l| l.iter().map(|&s| (s, 1.0)).collect())
+        .collect();
+    let refs: Vec<&[(u32, f32)]> = weighted.iter().map(Vec::as_slice).collect();
+    weighted_rrf(&refs, k)
+}
+
+/// RRF where each entry carries a weight in [0, 1]: its contribution is weight / (k + rank).
+/// (The index weights a BM25 entry by how much of the query it matches, so a list made of
+/// stop-word-level matches cannot outvote the vector ranking.)
+pub(crate) fn weighted_rrf(lists: &[&[(u32, f32)]], k: f32) -> Vec<(u32, f32, Vec<Option<u32>>)> {
     let mut fused: HashMap<u32, (f32, Vec<Option<u32>>)> = HashMap::new();
     for (l, list) in lists.iter().enumerate() {
-        for (i, &slot) in list.iter().enumerate() {
+        for (i, &(slot, weight)) in list.iter().enumerate() {
             let rank = i as u32 + 1;
             let e = fused
                 .entry(slot)
                 .or_insert_with(|| (0.0, vec![None; lists.len()]));
-            e.0 += 1.0 / (k + rank as f32);
+            e.0 += weight / (k + rank as f32);
             e.1[l] = Some(rank);
         }
     }
@@ -53,6 +65,13 @@ mod tests {
         let order: Vec<u32> = fused.iter().map(|f| f.0).collect();
         assert_eq!(order, [3, 4, 1, 2]);
         assert_eq!(fused[2].2, vec![None, Some(2)]);
+    }
+
+    #[test]
+    fn weights_scale_each_contribution() {
+        let fused = weighted_rrf(&[&[(1, 1.0), (2, 1.0)], &[(2, 0.1), (1, 0.1)]], RRF_K);
+        assert_eq!(fused[0].0, 1);
+        assert!((fused[0].1 - (1.0 / 61.0 + 0.1 / 62.0)).abs() < 1e-6);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 pub use fusion::RRF_K;
 pub use vectors::{VectorError, vector_from_bytes, vector_to_bytes};
 
-use crate::normalize::{TokenizerOptions, normalize, terms};
+use crate::normalize::{TokenizerOptions, is_mostly_arabic, normalize, terms};
 
 /// Why a chunk could not be added or a query run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -92,6 +92,36 @@ pub struct SearchOptions {
     /// How deep each ranking goes before fusion (at least `top_k`).
     pub candidates: usize,
     pub rrf_k: f32,
+    /// Rank the vector side on per-script standardised similarity: e5 scores a query against
+    /// passages in its own language higher than against passages in the other, whatever they
+    /// say, so an Arabic question's English answer loses to unrelated Arabic text. Each chunk's
+    /// cosine is turned into a z-score among the filtered chunks of its script (Arabic / other)
+    /// before ranking; `Hit::vector_sim` stays the raw cosine.
+    pub balance_scripts: bool,
+    /// How the two rankings are combined in `Mode::Hybrid`.
+    pub fusion: Fusion,
+}
+
+/// How the vector and BM25 rankings are combined (the evaluation compares them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: Σ 1 / (k + rank).
+    Rrf,
+    /// RRF with each BM25 entry weighted by its evidence, min(1, 2 × BM25 / the query's BM25
+    /// ceiling): a chunk matching the query's rare terms counts fully, one matching only common
+    /// words barely counts.
+    EvidenceRrf,
+    /// A convex-style combination of scores: the vector z-score (per script when
+    /// `balance_scripts`) plus `lexical` × BM25 / the query's BM25 ceiling. Unlike RRF it keeps
+    /// how far ahead a candidate is on each side.
+    Scores { lexical: f32 },
+}
+
+impl Default for Fusion {
+    /// The best on the evaluation set (crate README).
+    fn default() -> Self {
+        Fusion::Scores { lexical: 1.0 }
+    }
 }
 
 impl Default for SearchOptions {
@@ -100,6 +130,8 @@ impl Default for SearchOptions {
             mode: Mode::Hybrid,
             candidates: 50,
             rrf_k: RRF_K,
+            balance_scripts: true,
+            fusion: Fusion::default(),
         }
     }
 }
@@ -112,7 +144,8 @@ pub struct Hit {
     pub collection: Arc<str>,
     /// 1-based position in the returned list.
     pub rank: usize,
-    /// The fused RRF score (in single-list modes, the RRF of that list).
+    /// The fused score (RRF, or z-score + weighted BM25 for `Fusion::Scores`; in single-list
+    /// modes, the RRF of that list). Only its order means something.
     pub score: f32,
     /// Cosine of the query and chunk vectors (int8 approximation, ±0.01).
     pub vector_sim: f32,
@@ -132,6 +165,9 @@ pub struct SearchResults {
     pub hits: Vec<Hit>,
     /// The two best cosines among the filtered chunks (fewer if fewer chunks).
     pub vector_top: Vec<f32>,
+    /// The best per-script z-score of a cosine (how far the best chunk stands out from the other
+    /// chunks of its script; 0 if no chunk).
+    pub vector_top_z: f32,
     /// The best BM25 among the filtered chunks (0 if no term matches).
     pub bm25_top: f32,
     /// Σ idf × (k1+1) over the query's known terms: `bm25_top / bm25_ceiling` is in [0, 1).
@@ -149,6 +185,8 @@ struct Slot {
     collection: u32,
     document: u32,
     alive: bool,
+    /// Mostly Arabic script (see `SearchOptions::balance_scripts`).
+    arabic: bool,
 }
 
 /// Interned names (tenants, collections, document ids): one `Arc<str>` each.
@@ -305,6 +343,7 @@ impl Index {
             collection: self.names.intern(chunk.collection),
             document,
             alive: true,
+            arabic: is_mostly_arabic(chunk.text),
         });
         self.by_chunk.insert(chunk.chunk_id, slot);
         self.by_document.entry(document).or_default().push(slot);
@@ -444,12 +483,21 @@ impl Index {
             });
         };
 
-        let vector_list = top_n(
-            (0..self.slots.len())
-                .filter(|&slot| accept(slot))
-                .map(|slot| Scored(self.vectors.similarity(&query, slot), slot as u32)),
-            depth,
-        );
+        let sims: Vec<Scored> = (0..self.slots.len())
+            .filter(|&slot| accept(slot))
+            .map(|slot| Scored(self.vectors.similarity(&query, slot), slot as u32))
+            .collect();
+        let vector_top = top_n(sims.iter().copied(), 2);
+        let params = self.z_params(&sims, options.balance_scripts);
+        let by_script = self.z_params(&sims, true);
+        let vector_list = if options.balance_scripts {
+            top_n(
+                sims.iter().map(|s| Scored(self.z(&params, s.1, s.0), s.1)),
+                depth,
+            )
+        } else {
+            top_n(sims.iter().copied(), depth)
+        };
         let lexical_all = self.bm25.score_all(&prepared, &accept);
         let lexical_list = top_n(
             lexical_all.iter().map(|&(slot, s, _)| Scored(s, slot)),
@@ -458,10 +506,43 @@ impl Index {
 
         let v_slots: Vec<u32> = vector_list.iter().map(|s| s.1).collect();
         let l_slots: Vec<u32> = lexical_list.iter().map(|s| s.1).collect();
-        let fused = match options.mode {
-            Mode::Hybrid => fusion::rrf(&[&v_slots, &l_slots], options.rrf_k),
-            Mode::VectorOnly => fusion::rrf(&[&v_slots, &[]], options.rrf_k),
-            Mode::LexicalOnly => fusion::rrf(&[&[], &l_slots], options.rrf_k),
+        let bm25_norm = |score: f32| {
+            if prepared.ceiling > 0.0 {
+                score / prepared.ceiling
+            } else {
+                0.0
+            }
+        };
+        let fused = match (options.mode, options.fusion) {
+            (Mode::VectorOnly, _) => fusion::rrf(&[&v_slots, &[]], options.rrf_k),
+            (Mode::LexicalOnly, _) => fusion::rrf(&[&[], &l_slots], options.rrf_k),
+            (Mode::Hybrid, Fusion::Rrf) => fusion::rrf(&[&v_slots, &l_slots], options.rrf_k),
+            (Mode::Hybrid, Fusion::EvidenceRrf) => {
+                let v: Vec<(u32, f32)> = v_slots.iter().map(|&s| (s, 1.0)).collect();
+                let l: Vec<(u32, f32)> = lexical_list
+                    .iter()
+                    .map(|s| (s.1, (2.0 * bm25_norm(s.0)).min(1.0)))
+                    .collect();
+                fusion::weighted_rrf(&[&v, &l], options.rrf_k)
+            }
+            (Mode::Hybrid, Fusion::Scores { lexical }) => {
+                let mut candidates: Vec<u32> = v_slots.iter().chain(&l_slots).copied().collect();
+                candidates.sort_unstable();
+                candidates.dedup();
+                let mut scored: Vec<(u32, f32, Vec<Option<u32>>)> = candidates
+                    .into_iter()
+                    .map(|slot| {
+                        let sim = self.vectors.similarity(&query, slot as usize);
+                        let (bm25, _) = self.bm25.score_one(&prepared, slot);
+                        let score = self.z(&params, slot, sim) + lexical * bm25_norm(bm25);
+                        let rank =
+                            |l: &[u32]| l.iter().position(|&s| s == slot).map(|p| p as u32 + 1);
+                        (slot, score, vec![rank(&v_slots), rank(&l_slots)])
+                    })
+                    .collect();
+                scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                scored
+            }
         };
 
         let hits = fused
@@ -491,12 +572,50 @@ impl Index {
         let overlap = v5.iter().filter(|s| l5.contains(s)).count() as f32 / 5.0;
         Ok(SearchResults {
             hits,
-            vector_top: vector_list.iter().take(2).map(|s| s.0).collect(),
+            vector_top: vector_top.iter().map(|s| s.0).collect(),
+            vector_top_z: sims
+                .iter()
+                .map(|s| self.z(&by_script, s.1, s.0))
+                .fold(None, |m: Option<f32>, z| Some(m.map_or(z, |m| m.max(z))))
+                .unwrap_or(0.0),
             bm25_top: lexical_list.first().map_or(0.0, |s| s.0),
             bm25_ceiling: prepared.ceiling,
             query_terms: prepared.distinct_terms,
             list_overlap: overlap,
         })
+    }
+
+    /// Mean and standard deviation of the similarities, per script (index 1 = Arabic) when
+    /// `by_script`, else one pair for all (stored in both places).
+    fn z_params(&self, sims: &[Scored], by_script: bool) -> [(f64, f64); 2] {
+        // [script] -> (count, sum, sum of squares), in f64 so 10^5 terms lose nothing.
+        let mut stats = [(0usize, 0f64, 0f64); 2];
+        for s in sims {
+            let g = if by_script {
+                usize::from(self.slots[s.1 as usize].arabic)
+            } else {
+                0
+            };
+            let x = f64::from(s.0);
+            stats[g].0 += 1;
+            stats[g].1 += x;
+            stats[g].2 += x * x;
+        }
+        if !by_script {
+            stats[1] = stats[0];
+        }
+        stats.map(|(n, sum, sq)| {
+            let n = n.max(1) as f64;
+            let mean = sum / n;
+            let sd = (sq / n - mean * mean).max(0.0).sqrt();
+            (mean, if sd > 1e-6 { sd } else { 1.0 })
+        })
+    }
+
+    /// A similarity as a z-score on its script's scale.
+    fn z(&self, params: &[(f64, f64); 2], slot: u32, sim: f32) -> f32 {
+        let (mean, sd) = params[usize::from(self.slots[slot as usize].arabic)];
+        ((f64::from(sim) - mean) / sd) as f32
     }
 
     /// The filter as a slot predicate; `None` if it names a tenant or collections never seen.

@@ -393,3 +393,90 @@ fn arabic_spelling_variants_match_lexically() {
         .unwrap();
     assert_eq!(ids(&r), [1]);
 }
+
+/// A unit vector with cosine `c` to axis 0, the rest on axis `axis`.
+fn with_cosine(c: f32, axis: usize, dim: usize) -> Vec<f32> {
+    let mut v = vec![0.0; dim];
+    v[0] = c;
+    v[axis] = (1.0 - c * c).sqrt();
+    v
+}
+
+#[test]
+fn script_balancing_lets_a_standout_in_the_other_language_win() {
+    // English chunks all score ~0.8 against the query (e5's same-language bonus), Arabic ones
+    // ~0.6 except the answer at 0.7: on raw cosine English wins, per script the answer stands out.
+    let dim = 16;
+    let mut index = Index::new(dim, "m");
+    let english = [0.80, 0.79, 0.79, 0.78, 0.78];
+    let arabic = [0.70, 0.60, 0.61, 0.60, 0.59];
+    for (i, c) in english.iter().enumerate() {
+        add(
+            &mut index,
+            i as u64,
+            "t",
+            "c",
+            "en",
+            "opening hours of the branch",
+            &with_cosine(*c, i + 1, dim),
+        );
+    }
+    for (i, c) in arabic.iter().enumerate() {
+        add(
+            &mut index,
+            10 + i as u64,
+            "t",
+            "c",
+            "ar",
+            "ساعات عمل الفرع",
+            &with_cosine(*c, i + 6, dim),
+        );
+    }
+    let q = with_cosine(1.0, 1, dim);
+    let search = |balance_scripts| {
+        index
+            .search_with(
+                &q,
+                "",
+                3,
+                &Filter::default(),
+                &SearchOptions {
+                    mode: Mode::VectorOnly,
+                    balance_scripts,
+                    ..SearchOptions::default()
+                },
+            )
+            .unwrap()
+    };
+    assert_eq!(search(false).hits[0].chunk_id, 0);
+    let balanced = search(true);
+    assert_eq!(balanced.hits[0].chunk_id, 10);
+    // The reported similarity stays the raw cosine; the z-score is reported for confidence.
+    assert!((balanced.hits[0].vector_sim - 0.70).abs() < 0.01);
+    assert!((balanced.vector_top[0] - 0.80).abs() < 0.01);
+    assert!(balanced.vector_top_z > 1.5, "{}", balanced.vector_top_z);
+}
+
+#[test]
+fn every_fusion_keeps_an_agreed_winner_first() {
+    let index = sample();
+    for fusion in [
+        Fusion::Rrf,
+        Fusion::EvidenceRrf,
+        Fusion::Scores { lexical: 1.0 },
+    ] {
+        let r = index
+            .search_with(
+                &vec_at(0, 0.0),
+                "form WT-9",
+                3,
+                &Filter::default(),
+                &SearchOptions {
+                    fusion,
+                    ..SearchOptions::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(r.hits[0].chunk_id, 1, "{fusion:?}");
+    }
+}
