@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use sovereign_retrieval::embed::E5Model;
-use sovereign_retrieval::index::{ChunkRow, Filter, Index, vector_to_bytes};
+use sovereign_retrieval::index::{ChunkRow, Filter, Index, Mode, SearchOptions, vector_to_bytes};
 
 const DIM: usize = 384;
 
@@ -215,11 +215,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Rebuild, memory and query latency at 10k and 100k chunks; end to end when a model is given.
 fn bench_index(model: Option<&E5Model>, quick: bool) -> Result<(), Box<dyn std::error::Error>> {
-    for &n in if quick {
-        &[10_000][..]
-    } else {
-        &[10_000, 100_000][..]
-    } {
+    let sizes: Vec<usize> = match std::env::var("BENCH_SIZES") {
+        Ok(v) => v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+        Err(_) if quick => vec![10_000],
+        Err(_) => vec![10_000, 100_000],
+    };
+    for &n in &sizes {
         let data = synthetic(n, 42 + n as u64);
         let rss0 = rss_kib();
         let (t, c) = (Instant::now(), cpu_secs());
@@ -233,53 +234,69 @@ fn bench_index(model: Option<&E5Model>, quick: bool) -> Result<(), Box<dyn std::
             (rss1.saturating_sub(rss0)) as f64 / 1024.0
         );
 
+        // Queries: 4 words from the corpus' vocabulary; a vector near a random chunk.
         let mut rng = Rng(7);
-        let mut search = Vec::new();
-        let mut e2e = Vec::new();
         let runs = if quick { 50 } else { 200 };
-        let c = cpu_secs();
-        for i in 0..runs {
-            // Query text: 4 words from the corpus' vocabulary; vector: near a random chunk.
+        let mut queries = Vec::new();
+        for _ in 0..runs {
             let text: Vec<String> = (0..4).map(|_| word(rng.zipf(50_000))).collect();
-            let text = text.join(" ");
             let target = rng.next() as usize % n;
             let mut v = sovereign_retrieval::index::vector_from_bytes(&data.vectors[target])?;
             v.iter_mut().for_each(|x| *x += 0.02 * rng.normal());
             normalize(&mut v);
-            let filter = Filter {
-                tenant: Some("team"),
-                collections: Some(&["default"]),
-                predicate: None,
+            queries.push((v, text.join(" ")));
+        }
+        let filter = Filter {
+            tenant: Some("team"),
+            collections: Some(&["default"]),
+            predicate: None,
+        };
+        for (label, mode) in [
+            ("hybrid", Mode::Hybrid),
+            ("vector only", Mode::VectorOnly),
+            ("BM25 only", Mode::LexicalOnly),
+        ] {
+            let options = SearchOptions {
+                mode,
+                ..SearchOptions::default()
             };
-            let t = Instant::now();
-            let r = index.search(&v, &text, 5, &filter)?;
-            search.push(t.elapsed());
-            std::hint::black_box(r);
-            if let Some(model) = model
-                && i < runs / 4
-            {
+            let mut times = Vec::new();
+            let c = cpu_secs();
+            for (v, text) in &queries {
+                let t = Instant::now();
+                std::hint::black_box(index.search_with(v, text, 5, &filter, &options)?);
+                times.push(t.elapsed());
+            }
+            let cpu = cpu_secs() - c;
+            times.sort();
+            println!(
+                "{n} chunks, {label} search: p50 {:.2} ms, p99 {:.2} ms wall; {:.2} CPU ms per query ({} queries)",
+                ms(percentile(&times, 0.5)),
+                ms(percentile(&times, 0.99)),
+                cpu * 1000.0 / times.len() as f64,
+                times.len()
+            );
+        }
+        if let Some(model) = model {
+            let mut times = Vec::new();
+            let c = cpu_secs();
+            for i in 0..runs / 4 {
                 let q = QUERIES[i % QUERIES.len()];
                 let t = Instant::now();
                 let qv = model.embed_query(q)?;
-                let r = index.search(&qv, q, 5, &filter)?;
-                e2e.push(t.elapsed());
-                std::hint::black_box(r);
+                std::hint::black_box(index.search(&qv, q, 5, &filter)?);
+                times.push(t.elapsed());
             }
+            let cpu = cpu_secs() - c;
+            times.sort();
+            println!(
+                "{n} chunks, end to end (embed the query + hybrid search): p50 {:.1} ms, p99 {:.1} ms wall; {:.1} CPU ms per query ({} queries)",
+                ms(percentile(&times, 0.5)),
+                ms(percentile(&times, 0.99)),
+                cpu * 1000.0 / times.len() as f64,
+                times.len()
+            );
         }
-        let cpu = cpu_secs() - c;
-        search.sort();
-        e2e.sort();
-        println!("{n} chunks: {:.1} CPU s for the query loop", cpu);
-        println!(
-            "{n} chunks: search p50 {:.2} ms, p99 {:.2} ms ({} queries); end to end with query \
-             embedding p50 {:.1} ms, p99 {:.1} ms ({} queries)",
-            ms(percentile(&search, 0.5)),
-            ms(percentile(&search, 0.99)),
-            search.len(),
-            ms(percentile(&e2e, 0.5)),
-            ms(percentile(&e2e, 0.99)),
-            e2e.len()
-        );
         drop(index);
     }
     Ok(())

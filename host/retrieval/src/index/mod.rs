@@ -62,7 +62,8 @@ pub struct Filter<'a> {
     /// Only chunks in one of these collections.
     pub collections: Option<&'a [&'a str]>,
     /// Any further condition (metadata filters, a document allow-list, …).
-    pub predicate: Option<&'a dyn Fn(&ChunkMeta<'_>) -> bool>,
+    /// `Sync`: large indexes scan their vectors on several threads.
+    pub predicate: Option<&'a (dyn Fn(&ChunkMeta<'_>) -> bool + Sync)>,
 }
 
 impl std::fmt::Debug for Filter<'_> {
@@ -231,6 +232,10 @@ pub struct Index {
     names: Names,
     dead: usize,
 }
+
+/// Slots above which the vector scan runs on several threads (see the crate README for the
+/// measurement behind it).
+const PARALLEL_SCAN: usize = 20_000;
 
 /// A scored slot ordered by score (total order on f32), then by lower slot.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -483,10 +488,12 @@ impl Index {
             });
         };
 
-        let sims: Vec<Scored> = (0..self.slots.len())
-            .filter(|&slot| accept(slot))
-            .map(|slot| Scored(self.vectors.similarity(&query, slot), slot as u32))
-            .collect();
+        // A single-list mode skips the other side's scan (its figures in the results are empty).
+        let sims: Vec<Scored> = if options.mode == Mode::LexicalOnly {
+            Vec::new()
+        } else {
+            self.scan(&query, &accept)
+        };
         let vector_top = top_n(sims.iter().copied(), 2);
         let params = self.z_params(&sims, options.balance_scripts);
         let by_script = self.z_params(&sims, true);
@@ -498,7 +505,11 @@ impl Index {
         } else {
             top_n(sims.iter().copied(), depth)
         };
-        let lexical_all = self.bm25.score_all(&prepared, &accept);
+        let lexical_all = if options.mode == Mode::VectorOnly {
+            Vec::new()
+        } else {
+            self.bm25.score_all(&prepared, &accept)
+        };
         let lexical_list = top_n(
             lexical_all.iter().map(|&(slot, s, _)| Scored(s, slot)),
             depth,
@@ -582,6 +593,43 @@ impl Index {
             bm25_ceiling: prepared.ceiling,
             query_terms: prepared.distinct_terms,
             list_overlap: overlap,
+        })
+    }
+
+    /// The cosine of every accepted slot, in slot order. Above `PARALLEL_SCAN` slots the scan is
+    /// split over the available cores (scoped threads; the results are identical).
+    fn scan(
+        &self,
+        query: &(Vec<i8>, f32),
+        accept: &(impl Fn(usize) -> bool + Sync),
+    ) -> Vec<Scored> {
+        let n = self.slots.len();
+        let range = |lo: usize, hi: usize| -> Vec<Scored> {
+            (lo..hi)
+                .filter(|&slot| accept(slot))
+                .map(|slot| Scored(self.vectors.similarity(query, slot), slot as u32))
+                .collect()
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |t| t.get())
+            .min(8);
+        if n < PARALLEL_SCAN || threads < 2 {
+            return range(0, n);
+        }
+        let per = n.div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let range = &range;
+                    scope.spawn(move || range(t * per, ((t + 1) * per).min(n)))
+                })
+                .collect();
+            let mut out = Vec::with_capacity(n);
+            for h in handles {
+                // A panicking scan thread is a bug; its slots are then simply not ranked.
+                out.extend(h.join().unwrap_or_default());
+            }
+            out
         })
     }
 

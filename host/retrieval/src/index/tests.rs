@@ -480,3 +480,43 @@ fn every_fusion_keeps_an_agreed_winner_first() {
         assert_eq!(r.hits[0].chunk_id, 1, "{fusion:?}");
     }
 }
+
+#[test]
+fn the_threaded_scan_ranks_exactly_like_the_sequential_one() {
+    // Above PARALLEL_SCAN slots the vector scan is split over threads.
+    let n = PARALLEL_SCAN as u64 + 1234;
+    let mut index = Index::new(DIM, "m");
+    for i in 0..n {
+        let tenant = if i % 3 == 0 { "a" } else { "b" };
+        add(
+            &mut index,
+            i,
+            tenant,
+            "c",
+            &format!("d{}", i / 10),
+            "x",
+            &vec_at(i as usize, (i % 97) as f32 / 97.0),
+        );
+    }
+    let q = vec_at(5, 0.5);
+    let prepared = index.vectors.prepare(&q).unwrap();
+    let accept = |slot: usize| index.slots[slot].tenant == index.names.get("a").unwrap_or(u32::MAX);
+    let threaded = index.scan(&prepared, &accept);
+    let sequential: Vec<Scored> = (0..index.slots.len())
+        .filter(|&s| accept(s))
+        .map(|s| Scored(index.vectors.similarity(&prepared, s), s as u32))
+        .collect();
+    assert_eq!(threaded, sequential);
+    let r = index
+        .search(
+            &q,
+            "",
+            5,
+            &Filter {
+                tenant: Some("a"),
+                ..Filter::default()
+            },
+        )
+        .unwrap();
+    assert!(r.hits.iter().all(|h| h.chunk_id % 3 == 0));
+}
