@@ -9,3 +9,4 @@
 )]
 
 mod model;
+mod retrieval;
