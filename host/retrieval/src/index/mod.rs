@@ -233,6 +233,26 @@ pub struct Index {
     dead: usize,
 }
 
+/// Rows prepared per parallel step of `Index::from_rows`.
+const REBUILD_BATCH: usize = 4096;
+
+/// A store row made ready to insert: its vector decoded, its text normalised, its script known.
+struct Prepared {
+    vector: Vec<f32>,
+    normalized: String,
+    arabic: bool,
+}
+
+impl Prepared {
+    fn new(row: &ChunkRow<'_>) -> Result<Self, IndexError> {
+        Ok(Self {
+            vector: vector_from_bytes(row.vector_bytes)?,
+            normalized: normalize(row.text),
+            arabic: is_mostly_arabic(row.text),
+        })
+    }
+}
+
 /// Slots above which the vector scan runs on several threads (see the crate README for the
 /// measurement behind it).
 const PARALLEL_SCAN: usize = 20_000;
@@ -304,8 +324,45 @@ impl Index {
         rows: impl IntoIterator<Item = ChunkRow<'a>>,
     ) -> Result<Self, IndexError> {
         let mut index = Self::new(dim, model_key);
-        for row in rows {
-            index.add_row(&row)?;
+        let rows: Vec<ChunkRow<'a>> = rows.into_iter().collect();
+        // Decoding, normalising and script detection are independent per row: done on all cores
+        // in batches, then added in order on this thread (the term dictionary is shared).
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |t| t.get())
+            .min(8);
+        for batch in rows.chunks(REBUILD_BATCH) {
+            let per = batch.len().div_ceil(threads).max(1);
+            let prepared: Vec<Result<Prepared, IndexError>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = batch
+                    .chunks(per)
+                    .map(|part| {
+                        scope.spawn(move || part.iter().map(Prepared::new).collect::<Vec<_>>())
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        // A panicking worker is a bug; report it as an unreadable row.
+                        h.join()
+                            .unwrap_or_else(|_| vec![Err(VectorError::Bytes(0).into())])
+                    })
+                    .collect()
+            });
+            for (row, p) in batch.iter().zip(prepared) {
+                let p = p?;
+                index.insert(
+                    &ChunkInput {
+                        chunk_id: row.chunk_id,
+                        tenant: row.tenant,
+                        collection: row.collection,
+                        document_id: row.document_id,
+                        text: row.text,
+                        vector: &p.vector,
+                    },
+                    &p.normalized,
+                    p.arabic,
+                )?;
+            }
         }
         Ok(index)
     }
@@ -329,6 +386,18 @@ impl Index {
 
     /// Adds a chunk (replacing one with the same `chunk_id`).
     pub fn add(&mut self, chunk: &ChunkInput<'_>) -> Result<(), IndexError> {
+        let normalized = normalize(chunk.text);
+        self.insert(chunk, &normalized, is_mostly_arabic(chunk.text))
+    }
+
+    /// `add` with the text already normalised and its script known (`from_rows` prepares them on
+    /// several threads).
+    fn insert(
+        &mut self,
+        chunk: &ChunkInput<'_>,
+        normalized: &str,
+        arabic: bool,
+    ) -> Result<(), IndexError> {
         self.vectors.check(chunk.vector)?;
         if chunk.vector.iter().any(|x| !x.is_finite()) {
             return Err(VectorError::NotFinite.into());
@@ -336,8 +405,7 @@ impl Index {
         if let Some(&old) = self.by_chunk.get(&chunk.chunk_id) {
             self.kill(old);
         }
-        let normalized = normalize(chunk.text);
-        let terms: Vec<&str> = terms(&normalized, self.tokenizer).collect();
+        let terms: Vec<&str> = terms(normalized, self.tokenizer).collect();
         self.vectors.push(chunk.vector)?;
         self.bm25.push(&terms);
         let slot = self.slots.len() as u32;
@@ -348,7 +416,7 @@ impl Index {
             collection: self.names.intern(chunk.collection),
             document,
             alive: true,
-            arabic: is_mostly_arabic(chunk.text),
+            arabic,
         });
         self.by_chunk.insert(chunk.chunk_id, slot);
         self.by_document.entry(document).or_default().push(slot);

@@ -520,3 +520,52 @@ fn the_threaded_scan_ranks_exactly_like_the_sequential_one() {
         .unwrap();
     assert!(r.hits.iter().all(|h| h.chunk_id % 3 == 0));
 }
+
+#[test]
+fn a_rebuild_over_several_batches_matches_adding_one_by_one() {
+    let n = REBUILD_BATCH + 777;
+    let texts: Vec<String> = (0..n)
+        .map(|i| format!("بند {i} clause{} الفقرة", i % 13))
+        .collect();
+    let vectors: Vec<Vec<u8>> = (0..n)
+        .map(|i| vector_to_bytes(&vec_at(i, (i % 11) as f32 / 11.0)))
+        .collect();
+    let docs: Vec<String> = (0..n).map(|i| format!("d{}", i / 5)).collect();
+    let rows = (0..n).map(|i| ChunkRow {
+        chunk_id: i as u64,
+        tenant: "t",
+        collection: "c",
+        document_id: &docs[i],
+        text: &texts[i],
+        vector_bytes: &vectors[i],
+    });
+    let rebuilt = Index::from_rows(DIM, "m", rows).unwrap();
+    let mut added = Index::new(DIM, "m");
+    for i in 0..n {
+        add(
+            &mut added,
+            i as u64,
+            "t",
+            "c",
+            &docs[i],
+            &texts[i],
+            &vector_from_bytes(&vectors[i]).unwrap(),
+        );
+    }
+    assert_eq!(rebuilt.len(), n);
+    let q = vec_at(3, 0.4);
+    for text in ["بند 4100 clause5", "الفقره clause12", ""] {
+        let a = rebuilt.search(&q, text, 10, &Filter::default()).unwrap();
+        let b = added.search(&q, text, 10, &Filter::default()).unwrap();
+        assert_eq!(a, b, "{text}");
+    }
+    let bad = [ChunkRow {
+        chunk_id: 1,
+        tenant: "t",
+        collection: "c",
+        document_id: "d",
+        text: "x",
+        vector_bytes: &[1, 2, 3],
+    }];
+    assert!(Index::from_rows(DIM, "m", bad).is_err());
+}
