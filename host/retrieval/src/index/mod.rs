@@ -437,7 +437,8 @@ impl Index {
     }
 
     /// Removes every chunk of `document_id`; they are invisible to the next search. Returns how
-    /// many were removed.
+    /// many were removed. Document ids are the host's and unique across tenants (a shared id
+    /// would delete both tenants' chunks).
     pub fn delete_document(&mut self, document_id: &str) -> usize {
         let Some(document) = self.names.get(document_id) else {
             return 0;
