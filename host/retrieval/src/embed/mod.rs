@@ -103,7 +103,8 @@ fn find_model_in(
 }
 
 /// A loaded e5 model. Cheap to share (`&E5Model` is `Sync`); calls are serialised because each
-/// one already uses every core (see `ffi`).
+/// one already uses every core (see `ffi`). Every call is CPU-bound for milliseconds (a query) to
+/// seconds (a batch of passages): async hosts call it from a blocking thread (`spawn_blocking`).
 pub struct E5Model {
     engine: Mutex<ffi::Engine>,
     dim: usize,
