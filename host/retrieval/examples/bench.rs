@@ -251,31 +251,71 @@ fn bench_index(model: Option<&E5Model>, quick: bool) -> Result<(), Box<dyn std::
             collections: Some(&["default"]),
             predicate: None,
         };
-        for (label, mode) in [
-            ("hybrid", Mode::Hybrid),
-            ("vector only", Mode::VectorOnly),
-            ("BM25 only", Mode::LexicalOnly),
-        ] {
-            let options = SearchOptions {
-                mode,
-                ..SearchOptions::default()
-            };
-            let mut times = Vec::new();
-            let c = cpu_secs();
-            for (v, text) in &queries {
-                let t = Instant::now();
-                std::hint::black_box(index.search_with(v, text, 5, &filter, &options)?);
-                times.push(t.elapsed());
+        let mut index = index;
+        for pass in 0..2 {
+            if pass == 1 {
+                // The same index with its HNSW graph (built on its own only from ANN_THRESHOLD).
+                if n < 50_000 {
+                    break;
+                }
+                let (t, c) = (Instant::now(), cpu_secs());
+                index.enable_ann();
+                println!(
+                    "{n} chunks: HNSW graph built in {:.2} s ({:.2} CPU s); index memory now {:.1} MB",
+                    t.elapsed().as_secs_f64(),
+                    cpu_secs() - c,
+                    index.memory_bytes() as f64 / 1e6
+                );
             }
-            let cpu = cpu_secs() - c;
-            times.sort();
-            println!(
-                "{n} chunks, {label} search: p50 {:.2} ms, p99 {:.2} ms wall; {:.2} CPU ms per query ({} queries)",
-                ms(percentile(&times, 0.5)),
-                ms(percentile(&times, 0.99)),
-                cpu * 1000.0 / times.len() as f64,
-                times.len()
-            );
+            let how = if index.has_ann() { "HNSW" } else { "exact" };
+            for (label, mode) in [
+                (format!("hybrid ({how})"), Mode::Hybrid),
+                (format!("vector only ({how})"), Mode::VectorOnly),
+                ("BM25 only".to_owned(), Mode::LexicalOnly),
+            ] {
+                let options = SearchOptions {
+                    mode,
+                    ..SearchOptions::default()
+                };
+                let mut times = Vec::new();
+                let c = cpu_secs();
+                for (v, text) in &queries {
+                    let t = Instant::now();
+                    std::hint::black_box(index.search_with(v, text, 5, &filter, &options)?);
+                    times.push(t.elapsed());
+                }
+                let cpu = cpu_secs() - c;
+                times.sort();
+                println!(
+                    "{n} chunks, {label} search: p50 {:.2} ms, p99 {:.2} ms wall; {:.2} CPU ms per query ({} queries)",
+                    ms(percentile(&times, 0.5)),
+                    ms(percentile(&times, 0.99)),
+                    cpu * 1000.0 / times.len() as f64,
+                    times.len()
+                );
+            }
+            if index.has_ann() {
+                // Recall@10 of the HNSW vector ranking against the exact one, same queries.
+                let mut found = 0;
+                for (v, _) in &queries {
+                    let get = |exact_vectors| {
+                        let options = SearchOptions {
+                            mode: Mode::VectorOnly,
+                            exact_vectors,
+                            ..SearchOptions::default()
+                        };
+                        index
+                            .search_with(v, "", 10, &filter, &options)
+                            .map(|r| r.hits.iter().map(|h| h.chunk_id).collect::<Vec<_>>())
+                    };
+                    let (approx, exact) = (get(false)?, get(true)?);
+                    found += exact.iter().filter(|id| approx.contains(id)).count();
+                }
+                println!(
+                    "{n} chunks: HNSW recall@10 against exact search {:.3}",
+                    found as f64 / (10 * queries.len()) as f64
+                );
+            }
         }
         if let Some(model) = model {
             let mut times = Vec::new();

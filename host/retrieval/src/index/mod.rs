@@ -5,6 +5,7 @@
 
 mod bm25;
 mod fusion;
+mod hnsw;
 mod vectors;
 
 use std::cmp::Reverse;
@@ -101,6 +102,8 @@ pub struct SearchOptions {
     pub balance_scripts: bool,
     /// How the two rankings are combined in `Mode::Hybrid`.
     pub fusion: Fusion,
+    /// Scan every vector even when the index has an HNSW graph (measurements, recall checks).
+    pub exact_vectors: bool,
 }
 
 /// How the vector and BM25 rankings are combined (the evaluation compares them).
@@ -133,6 +136,7 @@ impl Default for SearchOptions {
             rrf_k: RRF_K,
             balance_scripts: true,
             fusion: Fusion::default(),
+            exact_vectors: false,
         }
     }
 }
@@ -231,7 +235,21 @@ pub struct Index {
     by_document: HashMap<u32, Vec<u32>>,
     names: Names,
     dead: usize,
+    /// The HNSW graph over all slots, once the index reaches `ANN_THRESHOLD` chunks (or
+    /// `enable_ann`); rebuilt after compaction.
+    ann: Option<hnsw::Hnsw>,
 }
+
+/// Live chunks at which the index builds its HNSW graph on its own. Measured at 100k chunks
+/// (README): exact hybrid search 13 CPU ms per query, with the graph 6 CPU ms but recall@10 0.76
+/// and 45 CPU s to build; exact search is kept as long as it fits the budget on two cores.
+pub const ANN_THRESHOLD: usize = 200_000;
+
+/// Candidates the HNSW walk keeps (at least; twice the ranking depth when that is more).
+const ANN_EF: usize = 128;
+
+/// Slots sampled for the per-script statistics when the HNSW graph answers.
+const Z_SAMPLE: usize = 4096;
 
 /// Rows prepared per parallel step of `Index::from_rows`.
 const REBUILD_BATCH: usize = 4096;
@@ -314,6 +332,7 @@ impl Index {
             by_document: HashMap::new(),
             names: Names::default(),
             dead: 0,
+            ann: None,
         }
     }
 
@@ -409,6 +428,9 @@ impl Index {
         self.vectors.push(chunk.vector)?;
         self.bm25.push(&terms);
         let slot = self.slots.len() as u32;
+        if let Some(ann) = &mut self.ann {
+            ann.insert(slot, &self.vectors);
+        }
         let document = self.names.intern(chunk.document_id);
         self.slots.push(Slot {
             chunk_id: chunk.chunk_id,
@@ -420,7 +442,26 @@ impl Index {
         });
         self.by_chunk.insert(chunk.chunk_id, slot);
         self.by_document.entry(document).or_default().push(slot);
+        if self.ann.is_none() && self.len() >= ANN_THRESHOLD {
+            self.enable_ann();
+        }
         Ok(())
+    }
+
+    /// Builds the HNSW graph over every slot now (it is built on its own at `ANN_THRESHOLD`
+    /// chunks). Searches use it when the filter keeps at least a fifth of the chunks, else they
+    /// scan exactly (cheaper then, and a graph walk would miss filtered-out neighbourhoods).
+    pub fn enable_ann(&mut self) {
+        let mut graph = hnsw::Hnsw::new();
+        for slot in 0..self.slots.len() {
+            graph.insert(slot as u32, &self.vectors);
+        }
+        self.ann = Some(graph);
+    }
+
+    /// Whether searches can use an HNSW graph.
+    pub fn has_ann(&self) -> bool {
+        self.ann.is_some()
     }
 
     /// Adds a chunk from a store row.
@@ -505,6 +546,9 @@ impl Index {
                 .push(i as u32);
         }
         self.dead = 0;
+        if self.ann.is_some() {
+            self.enable_ann();
+        }
     }
 
     /// Approximate heap bytes held (vectors, postings, slot tables; not allocator overhead).
@@ -513,7 +557,8 @@ impl Index {
         let maps =
             self.by_chunk.capacity() * 16 + self.by_document.capacity() * 32 + self.slots.len() * 4;
         let names: usize = self.names.names.iter().map(|n| n.len() + 16 + 40).sum();
-        self.vectors.memory_bytes() + self.bm25.memory_bytes() + slots + maps + names
+        let ann = self.ann.as_ref().map_or(0, hnsw::Hnsw::memory_bytes);
+        self.vectors.memory_bytes() + self.bm25.memory_bytes() + slots + maps + names + ann
     }
 
     /// Hybrid search with the default options.
@@ -558,14 +603,25 @@ impl Index {
         };
 
         // A single-list mode skips the other side's scan (its figures in the results are empty).
-        let sims: Vec<Scored> = if options.mode == Mode::LexicalOnly {
-            Vec::new()
+        let ann = self
+            .ann
+            .as_ref()
+            .filter(|_| !options.exact_vectors && options.mode != Mode::LexicalOnly)
+            .filter(|_| (0..self.slots.len()).filter(|&s| accept(s)).count() * 5 >= self.len());
+        let (sims, sample) = if options.mode == Mode::LexicalOnly {
+            (Vec::new(), None)
+        } else if let Some(ann) = ann {
+            let ef = (2 * depth).max(ANN_EF);
+            let found = ann.search(&query, &self.vectors, ef, &accept);
+            (found, Some(self.sample(&query, &accept)))
         } else {
-            self.scan(&query, &accept)
+            (self.scan(&query, &accept), None)
         };
+        // Statistics for the z-scores: all accepted chunks, or a sample of them under HNSW.
+        let stats = sample.as_deref().unwrap_or(&sims);
         let vector_top = top_n(sims.iter().copied(), 2);
-        let params = self.z_params(&sims, options.balance_scripts);
-        let by_script = self.z_params(&sims, true);
+        let params = self.z_params(stats, options.balance_scripts);
+        let by_script = self.z_params(stats, true);
         let vector_list = if options.balance_scripts {
             top_n(
                 sims.iter().map(|s| Scored(self.z(&params, s.1, s.0), s.1)),
@@ -700,6 +756,16 @@ impl Index {
             }
             out
         })
+    }
+
+    /// Cosines of an evenly spaced sample of about `Z_SAMPLE` accepted slots.
+    fn sample(&self, query: &(Vec<i8>, f32), accept: &impl Fn(usize) -> bool) -> Vec<Scored> {
+        let step = (self.slots.len() / Z_SAMPLE).max(1);
+        (0..self.slots.len())
+            .step_by(step)
+            .filter(|&slot| accept(slot))
+            .map(|slot| Scored(self.vectors.similarity(query, slot), slot as u32))
+            .collect()
     }
 
     /// Mean and standard deviation of the similarities, per script (index 1 = Arabic) when

@@ -569,3 +569,90 @@ fn a_rebuild_over_several_batches_matches_adding_one_by_one() {
     }];
     assert!(Index::from_rows(DIM, "m", bad).is_err());
 }
+
+fn random_unit(seed: u64, dim: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let v: Vec<f32> = (0..dim)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.into_iter().map(|x| x / n).collect()
+}
+
+#[test]
+fn the_hnsw_path_agrees_with_exact_search_filters_and_deletes() {
+    let (n, dim) = (2000u64, 32);
+    let mut index = Index::new(dim, "m");
+    for i in 0..n {
+        let tenant = if i % 10 == 0 { "small" } else { "big" };
+        let text = format!("clause {i}");
+        add(
+            &mut index,
+            i,
+            tenant,
+            "c",
+            &format!("d{i}"),
+            &text,
+            &random_unit(i, dim),
+        );
+    }
+    index.enable_ann();
+    assert!(index.has_ann());
+    let exact = SearchOptions {
+        exact_vectors: true,
+        mode: Mode::VectorOnly,
+        ..SearchOptions::default()
+    };
+    let approx = SearchOptions {
+        mode: Mode::VectorOnly,
+        ..SearchOptions::default()
+    };
+    let mut same_top = 0;
+    for q in 0..40 {
+        let v = random_unit(10_000 + q, dim);
+        let a = index
+            .search_with(&v, "", 5, &Filter::default(), &approx)
+            .unwrap();
+        let e = index
+            .search_with(&v, "", 5, &Filter::default(), &exact)
+            .unwrap();
+        same_top += usize::from(a.hits[0].chunk_id == e.hits[0].chunk_id);
+    }
+    assert!(same_top >= 38, "top-1 agreement {same_top}/40");
+    // A filter keeping a tenth of the chunks scans exactly: only that tenant comes back.
+    let small = Filter {
+        tenant: Some("small"),
+        ..Filter::default()
+    };
+    let r = index
+        .search_with(&random_unit(7, dim), "", 10, &small, &approx)
+        .unwrap();
+    assert_eq!(r.hits.len(), 10);
+    assert!(r.hits.iter().all(|h| h.chunk_id % 10 == 0));
+    // Deleted chunks never come back from the graph either.
+    let target = random_unit(1234, dim);
+    let before = index
+        .search_with(&target, "", 1, &Filter::default(), &approx)
+        .unwrap();
+    assert_eq!(before.hits[0].chunk_id, 1234);
+    index.delete_document("d1234");
+    let after = index
+        .search_with(&target, "", 5, &Filter::default(), &approx)
+        .unwrap();
+    assert!(after.hits.iter().all(|h| h.chunk_id != 1234));
+    // Compaction renumbers slots and rebuilds the graph.
+    for d in 0..600 {
+        index.delete_document(&format!("d{d}"));
+    }
+    assert!(index.has_ann());
+    let v = random_unit(1500, dim);
+    let r = index
+        .search_with(&v, "", 1, &Filter::default(), &approx)
+        .unwrap();
+    assert_eq!(r.hits[0].chunk_id, 1500);
+}

@@ -124,6 +124,14 @@ impl VectorStore {
         dot_i8(&query.0, row) as f32 * query.1 * self.scales[slot]
     }
 
+    /// Approximate cosine between two stored slots.
+    #[inline]
+    pub(crate) fn similarity_between(&self, a: usize, b: usize) -> f32 {
+        let ra = &self.data[a * self.dim..(a + 1) * self.dim];
+        let rb = &self.data[b * self.dim..(b + 1) * self.dim];
+        dot_i8(ra, rb) as f32 * self.scales[a] * self.scales[b]
+    }
+
     /// Keeps only the slots for which `keep` is true, in order (compaction).
     pub(crate) fn retain(&mut self, keep: &[bool]) {
         let dim = self.dim;
