@@ -307,126 +307,168 @@ fn verify_chain(
         .iter()
         .filter(|s| s.first_seq > start_seq)
         .collect();
-    let mut report = ChainReport {
-        sovereign_id: sovereign_id.to_string(),
-        segments: segments.len(),
-        entries: 0,
-        pruned: start_seq,
-        head_seq: start_seq,
-        head_hash: start_hash,
-        last_segment_entries: 0,
-        checkpoints_checked: 0,
-        torn_tail: None,
-        problem: None,
+    let mut walk = Walk {
+        by_seq,
+        report: ChainReport {
+            sovereign_id: sovereign_id.to_string(),
+            segments: segments.len(),
+            entries: 0,
+            pruned: start_seq,
+            head_seq: start_seq,
+            head_hash: start_hash,
+            last_segment_entries: 0,
+            checkpoints_checked: 0,
+            torn_tail: None,
+            problem: None,
+        },
     };
-    if let Some(a) = anchor {
-        for c in by_seq.get(&start_seq).into_iter().flatten() {
-            report.checkpoints_checked += 1;
-            if c.cp.checkpoint.head_hash != report.head_hash {
-                report.problem = Some(Problem {
+    let walked = walk.anchor(anchor).and_then(|()| {
+        for (i, segment) in segments.iter().enumerate() {
+            walk.segment(&segment.path, i + 1 == segments.len())?;
+        }
+        walk.no_checkpoint_past_the_end()
+    });
+    match walked {
+        Ok(()) => {}
+        Err(Stop::Problem(p)) => walk.report.problem = Some(p),
+        Err(Stop::Io(e)) => return Err(e),
+    }
+    Ok(walk.report)
+}
+
+/// Why a walk stopped early: the first bad entry, or a file that could not be read.
+enum Stop {
+    Problem(Problem),
+    Io(JournalError),
+}
+
+/// One chain walked from its start: the report so far and the checkpoints by the seq they vouch
+/// for.
+struct Walk<'a> {
+    by_seq: BTreeMap<u64, Vec<&'a Located>>,
+    report: ChainReport,
+}
+
+impl Walk<'_> {
+    /// The checkpoints at the anchor's seq must name the anchor's hash.
+    fn anchor(&mut self, anchor: Option<&Located>) -> Result<(), Stop> {
+        let Some(a) = anchor else {
+            return Ok(());
+        };
+        let seq = self.report.head_seq;
+        for c in self.by_seq.get(&seq).into_iter().flatten() {
+            self.report.checkpoints_checked += 1;
+            if c.cp.checkpoint.head_hash != self.report.head_hash {
+                return Err(Stop::Problem(Problem {
                     file: a.file.clone(),
                     line: 1,
-                    seq: Some(start_seq),
+                    seq: Some(seq),
                     reason: format!(
                         "the anchor differs from the signed checkpoint at {}:{} (chain rewritten)",
                         c.file.display(),
                         c.line
                     ),
-                });
-                return Ok(report);
+                }));
             }
         }
+        Ok(())
     }
-    for (i, segment) in segments.iter().enumerate() {
-        let file = &segment.path;
-        let lines = read_lines(file)?;
-        report.last_segment_entries = 0;
+
+    /// Every line of one segment, in order; an unterminated final line is a torn tail in the last
+    /// segment and a problem anywhere else.
+    fn segment(&mut self, file: &Path, last: bool) -> Result<(), Stop> {
+        let lines = read_lines(file).map_err(Stop::Io)?;
+        self.report.last_segment_entries = 0;
         for (n, line) in lines.lines.iter().enumerate() {
-            let fail = |seq: Option<u64>, reason: String| Problem {
-                file: file.clone(),
-                line: n as u64 + 1,
-                seq,
-                reason,
+            let fail = |seq: Option<u64>, reason: String| {
+                Stop::Problem(Problem {
+                    file: file.to_path_buf(),
+                    line: n as u64 + 1,
+                    seq,
+                    reason,
+                })
             };
-            let record = match Record::parse(line) {
-                Ok(r) => r,
-                Err(e) => {
-                    report.problem = Some(fail(None, format!("malformed entry: {e}")));
-                    return Ok(report);
-                }
-            };
-            let entry = &record.entry;
-            let seq = Some(entry.seq);
-            let expected = report.head_seq + 1;
-            let reason = if entry.seq != expected {
-                Some(format!(
-                    "expected seq {expected}, found {} (an entry was deleted, reordered or spliced in)",
-                    entry.seq
-                ))
-            } else if entry.prev_hash != report.head_hash {
-                Some(
-                    "prev_hash does not link to the previous entry (spliced in or chain broken)"
-                        .into(),
-                )
-            } else if entry.hash() != record.journal_hash {
-                Some("journal_hash does not match the entry (entry edited)".into())
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                report.problem = Some(fail(seq, reason));
-                return Ok(report);
-            }
-            report.entries += 1;
-            for c in by_seq.get(&entry.seq).into_iter().flatten() {
-                report.checkpoints_checked += 1;
-                let cp = &c.cp.checkpoint;
-                if cp.head_hash != record.journal_hash || cp.count != report.pruned + report.entries
-                {
-                    report.problem = Some(fail(
-                        seq,
-                        format!(
-                            "differs from the signed checkpoint at {}:{} (chain rewritten)",
-                            c.file.display(),
-                            c.line
-                        ),
-                    ));
-                    return Ok(report);
-                }
-            }
-            report.head_seq = entry.seq;
-            report.head_hash = record.journal_hash;
-            report.last_segment_entries += 1;
+            let record =
+                Record::parse(line).map_err(|e| fail(None, format!("malformed entry: {e}")))?;
+            let seq = record.entry.seq;
+            self.link(&record)
+                .map_err(|reason| fail(Some(seq), reason))?;
+            self.report.entries += 1;
+            self.vouched(&record)
+                .map_err(|reason| fail(Some(seq), reason))?;
+            self.report.head_seq = seq;
+            self.report.head_hash = record.journal_hash;
+            self.report.last_segment_entries += 1;
         }
-        if let Some(tail) = lines.unterminated {
-            if i + 1 == segments.len() {
-                report.torn_tail = Some(TornTail {
-                    file: file.clone(),
+        match lines.unterminated {
+            Some(tail) if last => {
+                self.report.torn_tail = Some(TornTail {
+                    file: file.to_path_buf(),
                     bytes: tail.len() as u64,
                 });
-            } else {
-                report.problem = Some(Problem {
-                    file: file.clone(),
-                    line: lines.lines.len() as u64 + 1,
-                    seq: None,
-                    reason: "incomplete final line in a segment that is not the last".into(),
-                });
-                return Ok(report);
+                Ok(())
             }
+            Some(_) => Err(Stop::Problem(Problem {
+                file: file.to_path_buf(),
+                line: lines.lines.len() as u64 + 1,
+                seq: None,
+                reason: "incomplete final line in a segment that is not the last".into(),
+            })),
+            None => Ok(()),
         }
     }
-    if let Some((&seq, cps)) = by_seq.range(report.head_seq + 1..).next()
-        && let Some(c) = cps.first()
-    {
-        report.problem = Some(Problem {
-            file: c.file.clone(),
-            line: c.line,
-            seq: Some(seq),
-            reason: format!(
-                "the journal ends at seq {}, but this signed checkpoint vouches for seq {seq} (tail truncated)",
-                report.head_seq
-            ),
-        });
+
+    /// The entry follows the head: the next seq, linked by `prev_hash`, its own hash right.
+    fn link(&self, record: &Record) -> Result<(), String> {
+        let entry = &record.entry;
+        let expected = self.report.head_seq + 1;
+        if entry.seq != expected {
+            Err(format!(
+                "expected seq {expected}, found {} (an entry was deleted, reordered or spliced in)",
+                entry.seq
+            ))
+        } else if entry.prev_hash != self.report.head_hash {
+            Err("prev_hash does not link to the previous entry (spliced in or chain broken)".into())
+        } else if entry.hash() != record.journal_hash {
+            Err("journal_hash does not match the entry (entry edited)".into())
+        } else {
+            Ok(())
+        }
     }
-    Ok(report)
+
+    /// Every signed checkpoint at this entry's seq names its hash and the count so far.
+    fn vouched(&mut self, record: &Record) -> Result<(), String> {
+        let count = self.report.pruned + self.report.entries;
+        for c in self.by_seq.get(&record.entry.seq).into_iter().flatten() {
+            self.report.checkpoints_checked += 1;
+            let cp = &c.cp.checkpoint;
+            if cp.head_hash != record.journal_hash || cp.count != count {
+                return Err(format!(
+                    "differs from the signed checkpoint at {}:{} (chain rewritten)",
+                    c.file.display(),
+                    c.line
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No signed checkpoint vouches for an entry past the end (a truncated tail).
+    fn no_checkpoint_past_the_end(&self) -> Result<(), Stop> {
+        let head = self.report.head_seq;
+        match self.by_seq.range(head + 1..).next() {
+            Some((&seq, cps)) => match cps.first() {
+                Some(c) => Err(Stop::Problem(Problem {
+                    file: c.file.clone(),
+                    line: c.line,
+                    seq: Some(seq),
+                    reason: format!(
+                        "the journal ends at seq {head}, but this signed checkpoint vouches for seq {seq} (tail truncated)"
+                    ),
+                })),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
 }
