@@ -79,7 +79,7 @@ fn extractor(reason: impl Into<String>) -> ExtractError {
 /// Reads at most `limit` bytes of `r`, then drains the rest; `true` when it overflowed.
 fn read_bounded(mut r: impl Read, limit: u64) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
-    let _ = (&mut r).take(limit + 1).read_to_end(&mut out);
+    let _ = (&mut r).take(limit.saturating_add(1)).read_to_end(&mut out);
     let over = out.len() as u64 > limit;
     out.truncate(limit as usize);
     let _ = std::io::copy(&mut r, &mut std::io::sink());

@@ -1,14 +1,21 @@
 //! PDF text per page through pdfium (`pdfium-render`), bound once per process at run time to the
 //! `libpdfium.so` that `scripts/setup-models` unpacks from PyPI's pypdfium2 wheel.
 //!
-//! pdfium returns Arabic in logical order with lam-alef resolved (DEPENDENCIES.md §6, and the
-//! fixtures in `tests/fixtures`); `normalize` then folds presentation forms (NFKC) and drops
-//! bidi controls. pdfium is C code: run this in the extraction child ([`crate::extract_in_child`]).
+//! pdfium returns Arabic in logical order, with two faults this module repairs (found on the
+//! fixtures in `tests/fixtures`, made by HarfBuzz through fpdf2 and by LibreOffice):
+//! - a lam-alef ligature glyph comes out as alef + lam (`االحتفاظ` for `الاحتفاظ`): pdfium emits
+//!   the glyph's ToUnicode string reversed in right-to-left runs. The characters of one glyph
+//!   share one box, so runs of Arabic letters with identical boxes are put back in order.
+//! - a right-to-left line ending in a number then a full stop comes out as `… .2026`; the
+//!   punctuation is moved back after the number.
+//!
+//! `normalize` then folds presentation forms (NFKC) and drops bidi controls. pdfium is C code:
+//! run this in the extraction child ([`crate::extract_in_child`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use pdfium_render::prelude::Pdfium;
+use pdfium_render::prelude::{PdfPageText, Pdfium};
 use pdfium_render::prelude::{PdfiumError, PdfiumInternalError};
 
 use crate::normalize::{mostly_rtl, normalize};
@@ -86,7 +93,13 @@ pub(crate) fn extract(
         let text = page.text().map_err(|e| {
             ExtractError::malformed(format!("page {} has no readable text ({e:?})", index + 1))
         })?;
-        let text = normalize(&text.all());
+        let raw = text.all();
+        let raw = if has_suspect_ligature(&raw) {
+            text_from_chars(&text).unwrap_or(raw)
+        } else {
+            raw
+        };
+        let text = fix_rtl_trailing_punctuation(&normalize(&raw));
         let text = text.trim();
         chars += text.chars().count() as u64;
         limits.check_text(chars)?;
@@ -109,4 +122,117 @@ pub(crate) fn extract(
         pages: Some(count),
         blocks,
     })
+}
+
+fn is_arabic_letter(c: char) -> bool {
+    matches!(c, '\u{0620}'..='\u{064A}' | '\u{066E}'..='\u{06D3}' | '\u{06FA}'..='\u{06FF}')
+}
+
+/// An alef (plain, hamza above/below, madda) followed by lam: how a reversed lam-alef looks.
+/// Also the definite article, so this only selects pages for the exact check.
+fn has_suspect_ligature(text: &str) -> bool {
+    let mut prev = None;
+    for c in text.chars() {
+        if c == '\u{0644}'
+            && matches!(
+                prev,
+                Some('\u{0627}' | '\u{0623}' | '\u{0625}' | '\u{0622}')
+            )
+        {
+            return true;
+        }
+        prev = Some(c);
+    }
+    false
+}
+
+/// The page text rebuilt from its characters, with each run of two or more Arabic letters that
+/// share one box (the characters of one ligature glyph) reversed into logical order.
+fn text_from_chars(text: &PdfPageText<'_>) -> Option<String> {
+    let chars: Vec<(char, Option<[f32; 4]>)> = text
+        .chars()
+        .iter()
+        .filter_map(|c| {
+            let ch = c.unicode_char()?;
+            let bounds = c.tight_bounds().ok().map(|r| {
+                [
+                    r.left().value,
+                    r.bottom().value,
+                    r.right().value,
+                    r.top().value,
+                ]
+            });
+            Some((ch, bounds))
+        })
+        .collect();
+    if chars.is_empty() {
+        return None;
+    }
+    let mut out: Vec<char> = Vec::with_capacity(chars.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let mut j = i + 1;
+        if is_arabic_letter(chars[i].0) && chars[i].1.is_some() {
+            while j < chars.len() && is_arabic_letter(chars[j].0) && chars[j].1 == chars[i].1 {
+                j += 1;
+            }
+        }
+        if j - i >= 2 {
+            out.extend(chars[i..j].iter().rev().map(|&(c, _)| c));
+        } else {
+            out.push(chars[i].0);
+        }
+        i = j;
+    }
+    Some(out.into_iter().collect())
+}
+
+/// In a right-to-left line, a last word of punctuation then digits (`.2026`, `،42`) is a number
+/// followed by its punctuation that pdfium put in front; put it back after.
+fn fix_rtl_trailing_punctuation(text: &str) -> String {
+    let is_punct = |c: char| matches!(c, '.' | ',' | ':' | ';' | '!' | '?' | '،' | '؛' | '؟');
+    let mut out = String::with_capacity(text.len());
+    for (n, line) in text.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let (head, last) = line.rsplit_once(' ').unwrap_or(("", line));
+        let digits = last.trim_start_matches(is_punct);
+        let punct = &last[..last.len() - digits.len()];
+        if !punct.is_empty()
+            && !digits.is_empty()
+            && digits
+                .chars()
+                .all(|c| c.is_numeric() || matches!(c, '.' | ',' | '٫' | '٬'))
+            && digits.chars().next().is_some_and(char::is_numeric)
+            && mostly_rtl(head)
+        {
+            out.push_str(head);
+            out.push(' ');
+            out.push_str(digits);
+            out.push_str(punct);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailing_punctuation_goes_back_after_the_number_in_rtl_lines_only() {
+        assert_eq!(
+            fix_rtl_trailing_punctuation("والإعلان رقم 42 للعام .2026\nversion .2026\nالمبلغ 3.5"),
+            "والإعلان رقم 42 للعام 2026.\nversion .2026\nالمبلغ 3.5"
+        );
+    }
+
+    #[test]
+    fn suspect_ligature_pages() {
+        assert!(has_suspect_ligature("االحتفاظ"));
+        assert!(!has_suspect_ligature("لا سلام"));
+    }
 }
