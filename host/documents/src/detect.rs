@@ -78,6 +78,7 @@ fn sniff(bytes: &[u8], limits: &Limits) -> Result<Kind, ExtractError> {
         return Ok(Kind::Pdf);
     }
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        crate::docx::precheck_entries(bytes, limits)?;
         let archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| {
             ExtractError::malformed(format!("the zip container cannot be read ({e})"))
         })?;

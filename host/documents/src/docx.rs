@@ -358,7 +358,39 @@ fn parse(
     Ok(b.blocks)
 }
 
+/// Reads the entry count from the end-of-central-directory record before the zip crate parses
+/// (and allocates for) every central-directory entry: a 50 MiB archive can declare a million.
+/// A zip64 count (0xFFFF) is refused: a DOCX under the size limit never needs it.
+pub(crate) fn precheck_entries(bytes: &[u8], limits: &Limits) -> Result<(), ExtractError> {
+    let tail_start = bytes.len().saturating_sub(22 + 65_535);
+    let tail = &bytes[tail_start..];
+    let Some(at) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") else {
+        return Err(ExtractError::malformed(
+            "the zip container has no end-of-central-directory record (truncated)",
+        ));
+    };
+    let count = tail
+        .get(at + 10..at + 12)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .ok_or_else(|| ExtractError::malformed("the zip container's directory is cut short"))?;
+    if count == u16::MAX || u64::from(count) > limits.max_entries {
+        return Err(ExtractError::ZipBomb {
+            reason: format!(
+                "{} entries, over the limit of {}",
+                if count == u16::MAX {
+                    "zip64: 65,535 or more".to_owned()
+                } else {
+                    count.to_string()
+                },
+                limits.max_entries
+            ),
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn extract(bytes: &[u8], limits: &Limits) -> Result<Document, ExtractError> {
+    precheck_entries(bytes, limits)?;
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| {
         ExtractError::malformed(format!("the DOCX zip container cannot be read ({e})"))
     })?;

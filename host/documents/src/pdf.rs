@@ -42,10 +42,11 @@ fn pdfium(path: Option<&Path>) -> Result<&'static Pdfium, ExtractError> {
     if !path.is_file() {
         return Err(missing(format!("{} does not exist", path.display())));
     }
-    let bound = PDFIUM.get_or_init(|| {
-        Pdfium::bind_to_library(path)
-            .map(Pdfium::new)
-            .map_err(|e| format!("{} could not be loaded ({e:?})", path.display()))
+    let bound = PDFIUM.get_or_init(|| match Pdfium::bind_to_library(path) {
+        Ok(bindings) => Ok(Pdfium::new(bindings)),
+        // Another part of this process bound pdfium first (the benchmark does): share it.
+        Err(PdfiumError::PdfiumLibraryBindingsAlreadyInitialized) => Ok(Pdfium::default()),
+        Err(e) => Err(format!("{} could not be loaded ({e:?})", path.display())),
     });
     bound.as_ref().map_err(|e| missing(e.clone()))
 }

@@ -9,6 +9,7 @@
 )]
 
 mod chunking;
+mod corpus;
 mod docx;
 mod hostile;
 mod pdf;
