@@ -188,32 +188,42 @@ fn text_from_chars(text: &PdfPageText<'_>) -> Option<String> {
     Some(out.into_iter().collect())
 }
 
-/// In a right-to-left line, a last word of punctuation then digits (`.2026`, `،42`) is a number
-/// followed by its punctuation that pdfium put in front; put it back after.
+/// In a right-to-left line, a word of punctuation then digits (`.2026`, `.1`, `،42`) is a number
+/// followed by its punctuation that pdfium put in front (a list number at the line start, a
+/// year before a full stop); put the punctuation back after the number.
 fn fix_rtl_trailing_punctuation(text: &str) -> String {
     let is_punct = |c: char| matches!(c, '.' | ',' | ':' | ';' | '!' | '?' | '،' | '؛' | '؟');
     let mut out = String::with_capacity(text.len());
+    // A line without letters (a number wrapped onto its own line) takes the previous direction.
+    let mut rtl = false;
     for (n, line) in text.split('\n').enumerate() {
         if n > 0 {
             out.push('\n');
         }
-        let (head, last) = line.rsplit_once(' ').unwrap_or(("", line));
-        let digits = last.trim_start_matches(is_punct);
-        let punct = &last[..last.len() - digits.len()];
-        if !punct.is_empty()
-            && !digits.is_empty()
-            && digits
-                .chars()
-                .all(|c| c.is_numeric() || matches!(c, '.' | ',' | '٫' | '٬'))
-            && digits.chars().next().is_some_and(char::is_numeric)
-            && mostly_rtl(head)
-        {
-            out.push_str(head);
-            out.push(' ');
-            out.push_str(digits);
-            out.push_str(punct);
-        } else {
+        if line.chars().any(char::is_alphabetic) {
+            rtl = mostly_rtl(line);
+        }
+        if !rtl {
             out.push_str(line);
+            continue;
+        }
+        for (w, word) in line.split(' ').enumerate() {
+            if w > 0 {
+                out.push(' ');
+            }
+            let digits = word.trim_start_matches(is_punct);
+            let punct = &word[..word.len() - digits.len()];
+            if !punct.is_empty()
+                && digits.chars().next().is_some_and(char::is_numeric)
+                && digits
+                    .chars()
+                    .all(|c| c.is_numeric() || matches!(c, '.' | ',' | '٫' | '٬'))
+            {
+                out.push_str(digits);
+                out.push_str(punct);
+            } else {
+                out.push_str(word);
+            }
         }
     }
     out
@@ -226,8 +236,10 @@ mod tests {
     #[test]
     fn trailing_punctuation_goes_back_after_the_number_in_rtl_lines_only() {
         assert_eq!(
-            fix_rtl_trailing_punctuation("والإعلان رقم 42 للعام .2026\nversion .2026\nالمبلغ 3.5"),
-            "والإعلان رقم 42 للعام 2026.\nversion .2026\nالمبلغ 3.5"
+            fix_rtl_trailing_punctuation(
+                ".1 والإعلان رقم 42 للعام .2026 يجب\nversion .2026\nالمبلغ 3.5 للعام\n.2026"
+            ),
+            "1. والإعلان رقم 42 للعام 2026. يجب\nversion .2026\nالمبلغ 3.5 للعام\n2026."
         );
     }
 

@@ -81,3 +81,33 @@ fn the_child_gives_the_same_document_as_in_process() {
         assert_eq!(here, there, "{name}");
     }
 }
+
+#[test]
+fn dense_mixed_pdf_has_no_reversed_ligatures_or_numbers() {
+    let doc = extract(
+        &fixture("dense_mixed.pdf"),
+        Kind::Pdf,
+        &default_limits(),
+        Some(&pdfium()),
+    )
+    .unwrap();
+    assert_eq!(doc.pages, Some(2));
+    let text = page_texts(&doc).join("\n");
+    assert!(text.chars().count() > 9_000, "{}", text.chars().count());
+    for good in [
+        "1. يجب",
+        "الاحتفاظ",
+        "بسجلات",
+        "لا يجوز",
+        "السلام",
+        "للعام 2026.",
+        "Customer records must be kept",
+    ] {
+        assert!(text.contains(good), "{good} missing");
+    }
+    for bad in ["االحتفاظ", "بسجالت", "ال يجوز", "السالم", ".2026", ".1 "]
+    {
+        let at = text.lines().find(|l| l.contains(bad));
+        assert!(!text.contains(bad), "{bad} present: {at:?}");
+    }
+}
