@@ -125,10 +125,6 @@ pub(crate) fn extract(
     })
 }
 
-fn is_arabic_letter(c: char) -> bool {
-    matches!(c, '\u{0620}'..='\u{064A}' | '\u{066E}'..='\u{06D3}' | '\u{06FA}'..='\u{06FF}')
-}
-
 /// An alef (plain, hamza above/below, madda) followed by lam: how a reversed lam-alef looks.
 /// Also the definite article, so this only selects pages for the exact check.
 fn has_suspect_ligature(text: &str) -> bool {
@@ -147,45 +143,48 @@ fn has_suspect_ligature(text: &str) -> bool {
     false
 }
 
-/// The page text rebuilt from its characters, with each run of two or more Arabic letters that
-/// share one box (the characters of one ligature glyph) reversed into logical order.
+fn is_alef(c: char) -> bool {
+    matches!(c, '\u{0627}' | '\u{0623}' | '\u{0625}' | '\u{0622}')
+}
+
+/// The page text rebuilt from its characters, with each alef + lam pair that shares one box
+/// (the two characters of one lam-alef glyph, reversed by pdfium) put back as lam + alef. Only
+/// those pairs' boxes are asked for: a box per character would cost more than the text itself.
 fn text_from_chars(text: &PdfPageText<'_>) -> Option<String> {
-    let chars: Vec<(char, Option<[f32; 4]>)> = text
-        .chars()
+    let chars = text.chars();
+    let mut out: Vec<(char, usize)> = chars
         .iter()
-        .filter_map(|c| {
-            let ch = c.unicode_char()?;
-            let bounds = c.tight_bounds().ok().map(|r| {
+        .filter_map(|c| Some((c.unicode_char()?, c.index())))
+        .collect();
+    if out.is_empty() {
+        return None;
+    }
+    let bounds = |index: usize| {
+        chars
+            .get(index)
+            .ok()
+            .and_then(|c| c.tight_bounds().ok())
+            .map(|r| {
                 [
                     r.left().value,
                     r.bottom().value,
                     r.right().value,
                     r.top().value,
                 ]
-            });
-            Some((ch, bounds))
-        })
-        .collect();
-    if chars.is_empty() {
-        return None;
-    }
-    let mut out: Vec<char> = Vec::with_capacity(chars.len());
+            })
+    };
     let mut i = 0;
-    while i < chars.len() {
-        let mut j = i + 1;
-        if is_arabic_letter(chars[i].0) && chars[i].1.is_some() {
-            while j < chars.len() && is_arabic_letter(chars[j].0) && chars[j].1 == chars[i].1 {
-                j += 1;
+    while i + 1 < out.len() {
+        if is_alef(out[i].0) && out[i + 1].0 == '\u{0644}' {
+            let first = bounds(out[i].1);
+            if first.is_some() && first == bounds(out[i + 1].1) {
+                out.swap(i, i + 1);
+                i += 1;
             }
         }
-        if j - i >= 2 {
-            out.extend(chars[i..j].iter().rev().map(|&(c, _)| c));
-        } else {
-            out.push(chars[i].0);
-        }
-        i = j;
+        i += 1;
     }
-    Some(out.into_iter().collect())
+    Some(out.into_iter().map(|(c, _)| c).collect())
 }
 
 /// In a right-to-left line, a word of punctuation then digits (`.2026`, `.1`, `،42`) is a number
