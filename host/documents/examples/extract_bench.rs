@@ -19,6 +19,17 @@ use sovereign_documents::{
 
 const PAGES: i32 = 300;
 
+/// This process's user + system CPU seconds from /proc/self/stat (Linux; 100 ticks per second,
+/// the kernel's USER_HZ): a figure the other load on a shared machine does not distort.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let root = crate_dir.join("../..");
@@ -43,6 +54,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     // Warm-up, then the measured runs.
     extract(&bytes, Kind::Pdf, &limits, Some(&library))?;
     let runs = 5;
+    let cpu_started = cpu_seconds();
     let started = Instant::now();
     let mut pages = 0u64;
     let mut chars = 0usize;
@@ -57,6 +69,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         pages as f64 / secs,
         bytes.len() / 1024
     );
+    if let (Some(before), Some(after)) = (cpu_started, cpu_seconds()) {
+        println!(
+            "in process, per CPU second: {:.0} pages/s of CPU ({:.1} CPU s; one core's worth, \
+             whatever else runs on the machine)",
+            pages as f64 / (after - before),
+            after - before
+        );
+    }
 
     let exe = root.join("target/release/sovereign-extract");
     if exe.is_file() {

@@ -104,3 +104,26 @@ fn chunk_corpus() {
         }
     });
 }
+
+#[test]
+fn pdf_child_corpus() {
+    let config = crate::child();
+    for (name, data) in corpus("pdf_child") {
+        let mut bytes = b"%PDF-1.7\n".to_vec();
+        bytes.extend_from_slice(&data);
+        let started = Instant::now();
+        let result =
+            sovereign_documents::extract_in_child(&config, &bytes, Kind::Pdf, &Limits::default());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{name} took {:?}",
+            started.elapsed()
+        );
+        if let Err(e) = result {
+            assert!(
+                !matches!(e.kind(), sovereign_documents::ErrorKind::Unavailable),
+                "{name}: {e:?}"
+            );
+        }
+    }
+}
