@@ -293,3 +293,18 @@ fn missing_pdfium_is_a_clear_server_error() {
     assert_eq!(err.status_hint(), 503);
     assert!(err.to_string().contains("scripts/setup-models"), "{err}");
 }
+
+#[test]
+fn truncated_docx_is_400() {
+    let bytes = fixture("ar_libreoffice.docx");
+    for cut in [bytes.len() - 10, bytes.len() / 2, 30] {
+        let result = within(5, || {
+            extract(&bytes[..cut], Kind::Docx, &default_limits(), None)
+        });
+        let Err(e) = &result else {
+            panic!("{}", err_kind(&result))
+        };
+        assert!(matches!(e, ExtractError::Malformed { .. }), "{e:?}");
+        assert_eq!(e.status_hint(), 400);
+    }
+}
