@@ -43,9 +43,14 @@ pub fn extract(
         return Err(ExtractError::Empty);
     }
     limits.check_size(bytes.len())?;
-    match kind {
-        Kind::Pdf => pdf::extract(bytes, limits, pdfium),
-        Kind::Docx => docx::extract(bytes, limits),
-        Kind::Text | Kind::Markdown => text::extract(bytes, kind, limits),
+    let document = match kind {
+        Kind::Pdf => pdf::extract(bytes, limits, pdfium)?,
+        Kind::Docx => docx::extract(bytes, limits)?,
+        Kind::Text | Kind::Markdown => text::extract(bytes, kind, limits)?,
+    };
+    // (A PDF without text has already been refused as `NoTextLayer`.)
+    if document.blocks.is_empty() {
+        return Err(ExtractError::NoText);
     }
+    Ok(document)
 }

@@ -308,3 +308,18 @@ fn truncated_docx_is_400() {
         assert_eq!(e.status_hint(), 400);
     }
 }
+
+#[test]
+fn documents_without_text_are_422() {
+    for (bytes, kind) in [
+        (
+            docx("<w:p/><w:p><w:r><w:t>  </w:t></w:r></w:p>"),
+            Kind::Docx,
+        ),
+        (b" \n\n\t\n".to_vec(), Kind::Text),
+    ] {
+        let result = extract(&bytes, kind, &default_limits(), None);
+        assert_eq!(result, Err(ExtractError::NoText));
+        assert_eq!(ExtractError::NoText.status_hint(), 422);
+    }
+}
