@@ -1,6 +1,6 @@
-//! What a request costs (the budget phase): the reservation
-//! made at admission (the worst case, refused with 429 `insufficient_quota` when a budget cannot
-//! cover it) and the token counts it settles at when the upstream reports no usage.
+//! The budget phase: the most a chat answer may cost (`max_completion_tokens`) and the
+//! reservation of the worst case on the team's and key's budgets (429 `insufficient_quota` when a
+//! budget cannot cover it). Settling happens where the answer ends (`budget::Reservation`).
 
 use std::sync::Arc;
 
