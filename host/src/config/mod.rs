@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 mod access;
 mod budgets;
+mod documents;
 mod guardrail;
 mod health;
 mod journal;
@@ -27,6 +28,7 @@ mod webhooks;
 
 pub use access::{AccessConfig, PlanLimits, Plans, RateLimit, parse_cidr};
 pub use budgets::BudgetsConfig;
+pub use documents::DocumentsConfig;
 pub use guardrail::GuardrailConfig;
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
@@ -72,6 +74,8 @@ struct RawConfig {
     webhooks: webhooks::RawWebhooks,
     #[serde(default)]
     health: health::RawHealth,
+    #[serde(default)]
+    documents: documents::RawDocuments,
     // `tls` and `store` sections go here, each `#[serde(default)]` from its own file.
 }
 
@@ -115,6 +119,8 @@ pub struct Config {
     pub guardrail: Option<GuardrailConfig>,
     /// Webhook delivery (`[webhooks]`; defaults when absent).
     pub webhooks: WebhooksConfig,
+    /// The document library and retrieval (`[documents]`; defaults when absent).
+    pub documents: DocumentsConfig,
     /// Passive health and fallback (`[health]`).
     pub health: HealthConfig,
 }
@@ -187,6 +193,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         .guardrail
         .map(|g| guardrail::validate(g, base, &mut err));
     let webhooks = webhooks::validate(raw.webhooks, &mut err);
+    let documents = documents::validate(raw.documents, base, &mut err);
     let data_dir = base.join(&raw.data_dir);
     let journal = journal::validate(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
     // `tls` and `store`: validated here, each by its own file.
@@ -208,6 +215,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             journal,
             guardrail,
             webhooks,
+            documents,
             health,
         }),
         _ => Err(ConfigErrors(errors)),

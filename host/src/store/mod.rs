@@ -8,6 +8,7 @@
 //! (authenticating a key) is meant to hit an in-memory cache in front of the store.
 
 pub mod clock;
+pub mod documents;
 pub mod group_commit;
 pub mod sqlite;
 pub mod types;

@@ -129,6 +129,37 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE webhooks ADD COLUMN previous_secret TEXT;
     ALTER TABLE webhooks ADD COLUMN previous_until INTEGER;
     ",
+    // 7: the document library (issue 15): documents per team and collection, their chunks with
+    // provenance and vectors. A team's deletion takes its documents with it.
+    r"
+    CREATE TABLE documents (
+        id         TEXT PRIMARY KEY,              -- doc_ + UUIDv7: orders by creation
+        team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        collection TEXT NOT NULL,
+        filename   TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        bytes      INTEGER NOT NULL,
+        sha256     TEXT NOT NULL,
+        pages      INTEGER,
+        chunks     INTEGER NOT NULL,
+        metadata   TEXT NOT NULL,                 -- JSON object
+        model      TEXT NOT NULL,                 -- the embedding model of its vectors
+        created_at INTEGER NOT NULL,
+        UNIQUE (team_id, collection, sha256)
+    ) STRICT;
+    CREATE INDEX documents_by_team ON documents(team_id, id);
+
+    CREATE TABLE document_chunks (
+        id          INTEGER PRIMARY KEY,
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        ordinal     INTEGER NOT NULL,
+        page        INTEGER,
+        paragraph   INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        vector      BLOB NOT NULL
+    ) STRICT;
+    CREATE INDEX document_chunks_by_document ON document_chunks(document_id, ordinal);
+    ",
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,7 @@
 //! [`SqliteStore`], another process) stays correct: every check-and-change is one transaction.
 
 mod budgets;
+mod documents;
 mod keys;
 pub(crate) mod migrations;
 mod teams;
@@ -26,6 +27,9 @@ use super::{
     BudgetScope, BudgetState, Clock, CreatedKey, KeyId, KeyInfo, Micros, NewKey, NewTeam,
     ReservationId, ReserveOutcome, Store, StoreError, StoreResult, Team, TeamId, TeamPatch,
     UnixMillis, UsageFilter, UsageRecord, UsageRow,
+};
+use crate::store::documents::{
+    ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, Inserted, NewDocument, StoredChunk,
 };
 use crate::store::webhooks::{
     AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook,
@@ -279,6 +283,62 @@ impl Store for SqliteStore {
 
     fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
         self.run(move |c, _| webhooks::prune(c, before))
+    }
+}
+
+impl DocumentStore for SqliteStore {
+    fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>> {
+        self.run(move |c, now| documents::insert(c, now, document))
+    }
+
+    fn find_document(
+        &self,
+        team: TeamId,
+        collection: String,
+        sha256: String,
+    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
+        self.run(move |c, _| documents::find_document(c, &team, &collection, &sha256))
+    }
+
+    fn document(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
+        self.run(move |c, _| documents::get(c, &team, &id))
+    }
+
+    fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
+        self.run(move |c, _| documents::list(c, &filter))
+    }
+
+    fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
+        self.run(|c, _| documents::all(c))
+    }
+
+    fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| documents::delete(c, &team, &id))
+    }
+
+    fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
+        self.run(move |c, _| documents::chunks(c, &ids))
+    }
+
+    fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
+        self.run(move |c, _| documents::chunk_vectors(c, &model))
+    }
+
+    fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
+        self.run(move |c, _| documents::document_chunks(c, &id))
+    }
+
+    fn replace_vectors(
+        &self,
+        id: String,
+        model: String,
+        vectors: Vec<(u64, Vec<u8>)>,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| documents::replace_vectors(c, &id, &model, &vectors))
     }
 }
 

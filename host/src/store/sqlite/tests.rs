@@ -284,3 +284,132 @@ fn key_state_follows_revocation_expiry_and_grace() {
     assert_eq!(state(&k(None, None, Some(10)), 10), KeyState::Expired);
     assert_eq!(state(&k(Some(1), Some(5), Some(5)), 10), KeyState::Revoked);
 }
+
+fn new_document(
+    team: &TeamId,
+    collection: &str,
+    sha: &str,
+    chunks: usize,
+) -> documents::NewDocument {
+    documents::NewDocument {
+        id: format!("doc_{}", uuid::Uuid::now_v7().simple()),
+        team_id: team.clone(),
+        collection: collection.into(),
+        filename: "a.pdf".into(),
+        kind: "pdf".into(),
+        bytes: 1234,
+        sha256: sha.into(),
+        pages: Some(2),
+        metadata: r#"{"dept":"risk"}"#.into(),
+        model: "m@1".into(),
+        chunks: (0..chunks)
+            .map(|i| documents::NewChunk {
+                ordinal: i as u32,
+                page: Some(i as u32 + 1),
+                paragraph: i as u32 + 1,
+                text: format!("chunk {i}"),
+                vector: vec![i as u8; 8],
+            })
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn documents_are_stored_once_per_team_collection_and_bytes_and_scoped_by_team() {
+    use documents::{DocumentFilter, DocumentStore, Inserted};
+    let (_d, _clock, s) = open();
+    let a = s.create_team(team("a", None)).await.unwrap().id;
+    let b = s.create_team(team("b", None)).await.unwrap().id;
+
+    let Inserted::New { record, chunk_ids } = s
+        .insert_document(new_document(&a, "c1", "ff", 3))
+        .await
+        .unwrap()
+    else {
+        panic!("first upload must be stored");
+    };
+    assert_eq!(
+        (record.chunks, record.created_at, chunk_ids.len()),
+        (3, T0, 3)
+    );
+    // The same bytes again in the same collection: the stored record, nothing written.
+    let Inserted::Existing(again) = s
+        .insert_document(new_document(&a, "c1", "ff", 1))
+        .await
+        .unwrap()
+    else {
+        panic!("a re-upload must find the stored document");
+    };
+    assert_eq!(again, record);
+    // Another collection or another team: a document of its own.
+    for (t, c) in [(&a, "c2"), (&b, "c1")] {
+        assert!(matches!(
+            s.insert_document(new_document(t, c, "ff", 1))
+                .await
+                .unwrap(),
+            Inserted::New { .. }
+        ));
+    }
+    assert_eq!(
+        s.find_document(a.clone(), "c1".into(), "ff".into())
+            .await
+            .unwrap(),
+        Some(record.clone())
+    );
+    // Another team never sees it.
+    assert_eq!(
+        s.document(b.clone(), record.id.clone()).await.unwrap(),
+        None
+    );
+    assert!(
+        !s.delete_document(b.clone(), record.id.clone())
+            .await
+            .unwrap()
+    );
+
+    let page = |after: Option<String>, limit| DocumentFilter {
+        team_id: a.clone(),
+        collection: None,
+        after,
+        limit,
+    };
+    let all = s.documents(page(None, 10)).await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert!(all[0].id > all[1].id, "newest first");
+    let rest = s
+        .documents(page(Some(all[0].id.clone()), 10))
+        .await
+        .unwrap();
+    assert_eq!(rest, all[1..].to_vec());
+
+    let chunks = s.chunks(chunk_ids.clone()).await.unwrap();
+    assert_eq!(chunks.len(), 3);
+    assert!(chunks.iter().all(|c| c.document_id == record.id));
+    assert_eq!(s.chunk_vectors("m@1".into()).await.unwrap().len(), 5);
+
+    // Re-embedding replaces the vectors and the model tag in one go.
+    let vectors = chunk_ids.iter().map(|&id| (id, vec![9u8; 8])).collect();
+    s.replace_vectors(record.id.clone(), "m@2".into(), vectors)
+        .await
+        .unwrap();
+    let moved = s.chunk_vectors("m@2".into()).await.unwrap();
+    assert_eq!(moved.len(), 3);
+    assert!(moved.iter().all(|c| c.vector == vec![9u8; 8]));
+
+    assert!(
+        s.delete_document(a.clone(), record.id.clone())
+            .await
+            .unwrap()
+    );
+    assert!(s.chunks(chunk_ids).await.unwrap().is_empty());
+    assert_eq!(s.document(a.clone(), record.id).await.unwrap(), None);
+    // Deleting a team takes its documents with it.
+    assert!(s.delete_team(b.clone()).await.unwrap());
+    assert!(
+        s.all_documents()
+            .await
+            .unwrap()
+            .iter()
+            .all(|d| d.team_id != b)
+    );
+}

@@ -1,0 +1,139 @@
+//! The document library's durable half (issue 15): documents, their chunks and the chunks'
+//! vectors, scoped by team. The in-memory search index (`crate::rag`) is rebuilt from
+//! [`DocumentStore::chunk_vectors`] at start; a PostgreSQL (pgvector) back end implements the
+//! same trait. Format and guarantees in `docs/DOCUMENTS.md`.
+
+use futures_util::future::BoxFuture;
+
+use super::{StoreResult, TeamId, UnixMillis};
+
+/// A document to store with all its chunks, in one transaction.
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    pub id: String,
+    pub team_id: TeamId,
+    pub collection: String,
+    pub filename: String,
+    /// `pdf`, `docx`, `text`, `markdown`.
+    pub kind: String,
+    pub bytes: u64,
+    /// Hex SHA-256 of the uploaded bytes: the same bytes in the same collection of the same team
+    /// are one document.
+    pub sha256: String,
+    pub pages: Option<u32>,
+    /// A JSON object, as text.
+    pub metadata: String,
+    /// The embedding model the vectors were made with (`model id@sha256 prefix`).
+    pub model: String,
+    pub chunks: Vec<NewChunk>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewChunk {
+    pub ordinal: u32,
+    pub page: Option<u32>,
+    pub paragraph: u32,
+    pub text: String,
+    /// `sovereign_retrieval::index::vector_to_bytes` form.
+    pub vector: Vec<u8>,
+}
+
+/// A stored document, without its chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentRecord {
+    pub id: String,
+    pub team_id: TeamId,
+    pub collection: String,
+    pub filename: String,
+    pub kind: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub pages: Option<u32>,
+    pub chunks: u32,
+    pub metadata: String,
+    pub model: String,
+    pub created_at: UnixMillis,
+}
+
+/// What [`DocumentStore::insert_document`] did.
+#[derive(Debug, Clone)]
+pub enum Inserted {
+    /// Stored; the chunks' ids in ordinal order.
+    New {
+        record: DocumentRecord,
+        chunk_ids: Vec<u64>,
+    },
+    /// The team's collection already holds these bytes: nothing was written.
+    Existing(DocumentRecord),
+}
+
+/// A page of a team's documents, newest first.
+#[derive(Debug, Clone)]
+pub struct DocumentFilter {
+    pub team_id: TeamId,
+    pub collection: Option<String>,
+    /// Only documents listed after this one (its id).
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// A chunk as a citation shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChunk {
+    pub id: u64,
+    pub document_id: String,
+    pub page: Option<u32>,
+    pub paragraph: u32,
+    pub text: String,
+}
+
+/// A chunk as the search index is rebuilt from it.
+#[derive(Debug, Clone)]
+pub struct ChunkVector {
+    pub id: u64,
+    pub team_id: String,
+    pub collection: String,
+    pub document_id: String,
+    pub text: String,
+    pub vector: Vec<u8>,
+}
+
+/// Documents and chunks. Every method is safe to call concurrently; none blocks the runtime.
+pub trait DocumentStore: Send + Sync + std::fmt::Debug {
+    /// Stores the document and its chunks in one transaction, unless the team's collection
+    /// already holds a document with the same `sha256` (then nothing is written).
+    fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>>;
+    /// The team's document in `collection` with these bytes, if any.
+    fn find_document(
+        &self,
+        team: TeamId,
+        collection: String,
+        sha256: String,
+    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>>;
+    /// The team's document `id` (another team's is `None`).
+    fn document(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>>;
+    /// Up to `limit` documents, newest first.
+    fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>>;
+    /// Every document of every team (the library's in-memory catalogue at start).
+    fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>>;
+    /// Deletes the team's document and its chunks. `false` when there was none.
+    fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+    /// The chunks with these ids that still exist, in no particular order.
+    fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>>;
+    /// Every chunk of a document embedded with `model` (the index rebuild at start).
+    fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>>;
+    /// The chunks of one document, in order (re-embedding it with another model).
+    fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>>;
+    /// Replaces the vectors of a document's chunks (`(chunk id, vector bytes)`) and its model,
+    /// in one transaction.
+    fn replace_vectors(
+        &self,
+        id: String,
+        model: String,
+        vectors: Vec<(u64, Vec<u8>)>,
+    ) -> BoxFuture<'_, StoreResult<()>>;
+}
