@@ -15,6 +15,7 @@ pub mod journal;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;
+pub mod rag;
 pub mod residency;
 pub mod routes;
 pub mod routing;

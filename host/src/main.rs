@@ -112,6 +112,15 @@ enum JournalCommand {
 }
 
 fn main() -> ExitCode {
+    // The document extraction child (`sovereign_documents::extract_in_child` runs the gateway's
+    // own binary so): stdin → stdout, before logging or the runtime exist.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.len() == 1 && args[0] == sovereign_documents::EXTRACT_SUBCOMMAND {
+        return ExitCode::from(sovereign_documents::child_main(
+            std::io::stdin().lock(),
+            std::io::stdout().lock(),
+        ));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),

@@ -5,11 +5,11 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use http::StatusCode;
 
 use crate::admin::{journal, keys, policies, shapers, teams, usage, webhooks};
-use crate::api::{activity, chat, embeddings, models};
+use crate::api::{activity, chat, documents, embeddings, models, rag};
 use crate::config::Role;
 use crate::pipeline::{admission, audit, context, events};
 use crate::server::error::ApiError;
@@ -35,6 +35,9 @@ pub fn router(state: AppState) -> Router {
     let inference = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/embeddings", post(embeddings::embeddings))
+        .route("/v1/documents/upload", post(documents::upload))
+        .route("/v1/documents/{id}", delete(documents::delete))
+        .route("/v1/rag/query", post(rag::query))
         .route_layer(middleware::from_fn_with_state(
             state.0.events.clone(),
             events::events_persisted,
@@ -42,6 +45,14 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| admission::require(s, &[Role::Member], req, next),
+        ));
+    // The team's documents: members (who upload them) and auditors read them.
+    let library = Router::new()
+        .route("/v1/documents", get(documents::list))
+        .route("/v1/documents/{id}", get(documents::get))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| admission::require(s, &[Role::Member, Role::Auditor], req, next),
         ));
     let catalog = Router::new()
         .route("/v1/models", get(models::list_models))
@@ -107,6 +118,7 @@ pub fn router(state: AppState) -> Router {
         ));
     let authenticated = Router::new()
         .merge(inference)
+        .merge(library)
         .merge(catalog)
         .merge(reading)
         .merge(admin)

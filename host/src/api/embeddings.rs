@@ -1,7 +1,9 @@
 //! `POST /v1/embeddings`, through the same phases as chat (`crate::pipeline`): validated, routed
 //! to an embedding model inside the residency boundary, charged (the input's tokens reserved,
 //! settled at the upstream's usage), proxied with fallback, and answered in the convention's
-//! shape with the gateway's model id.
+//! shape with the gateway's model id. The built-in model (`multilingual-e5-small-q4`, the one the
+//! document library embeds with) is served in process by [`builtin`] instead, unless a configured
+//! model has the same id.
 
 use axum::Json;
 use axum::body::Body;
@@ -15,6 +17,7 @@ use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, Served, encode_body};
 use crate::pipeline::{route, spend};
 use crate::policy::RouteFacts;
+use crate::rag::BUILTIN_MODEL;
 use crate::residency;
 use crate::server::error::ApiError;
 use crate::upstream::{Endpoint, Usage};
@@ -23,6 +26,9 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     // 1. The request, checked against the convention.
     let mut request = EmbeddingsRequest::parse(call.read_body(body).await?)?;
     call.identify(&request.body, request.body.get("input"));
+    if request.model == BUILTIN_MODEL && call.app.0.config.model(BUILTIN_MODEL).is_none() {
+        return builtin(&call, &request).await;
+    }
 
     // 2. Route: an explicit embedding model; the residency guard.
     let facts = RouteFacts {
@@ -66,6 +72,78 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     });
     tracing::debug!(key = %call.principal.key_id, model = %model.id, "embeddings");
     Ok(route::label(response, &routed, &model))
+}
+
+/// Most inputs in one request to the built-in model (the convention's own limit).
+const MAX_BUILTIN_INPUTS: usize = 2048;
+
+/// The built-in model, in process: every input embedded as an e5 `query:` (symmetric
+/// similarity), `float` or `base64` (little-endian f32) as asked; usage recorded at no spend.
+async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, ApiError> {
+    let library = super::documents::library(call)?;
+    let texts: Vec<String> = match request.body.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_owned))
+            .collect(),
+        _ => {
+            return Err(ApiError::invalid(
+                "input",
+                format!(
+                    "`{BUILTIN_MODEL}` embeds text: send a string or an array of strings, not tokens."
+                ),
+            ));
+        }
+    };
+    if texts.len() > MAX_BUILTIN_INPUTS {
+        return Err(ApiError::invalid(
+            "input",
+            format!("At most {MAX_BUILTIN_INPUTS} inputs per request."),
+        ));
+    }
+    let dims = library.dims();
+    if let Some(d) = request.body.get("dimensions").and_then(Value::as_u64)
+        && d != dims as u64
+    {
+        return Err(ApiError::invalid(
+            "dimensions",
+            format!("`{BUILTIN_MODEL}` returns {dims} dimensions only."),
+        ));
+    }
+    let base64 = request.body.get("encoding_format").and_then(Value::as_str) == Some("base64");
+    let (vectors, tokens) = library.embed(texts, true).await.map_err(ApiError::from)?;
+    super::documents::record_usage(call, tokens).await;
+    let data: Vec<Value> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let embedding = if base64 {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                Value::String(base64::Engine::encode(
+                    &base64::engine::general_purpose::STANDARD,
+                    bytes,
+                ))
+            } else {
+                serde_json::json!(v)
+            };
+            serde_json::json!({"object": "embedding", "index": i, "embedding": embedding})
+        })
+        .collect();
+    let mut response = Json(serde_json::json!({
+        "object": "list",
+        "data": data,
+        "model": BUILTIN_MODEL,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }))
+    .into_response();
+    // Served on this machine: the gateway's own region.
+    if let Ok(region) = http::HeaderValue::from_str(&call.app.0.config.region) {
+        response
+            .headers_mut()
+            .insert(crate::pipeline::X_DATA_RESIDENCY, region);
+    }
+    Ok(response)
 }
 
 /// Reads the serving model's answer, names the gateway's model in it and settles the

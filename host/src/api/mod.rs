@@ -1,10 +1,13 @@
 //! The API's resources, one module each: `chat` (`/v1/chat/completions`), `embeddings`,
-//! `models`, `activity` (`/v1/activity/logs`), and `validate` (bodies checked against the
+//! `models`, `activity` (`/v1/activity/logs`), `documents` (`/v1/documents`), `rag`
+//! (`/v1/rag/query`), and `validate` (bodies checked against the
 //! convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
 //! its own is the body it reads and the answer it gives.
 
 pub mod activity;
 pub mod chat;
+pub mod documents;
 pub mod embeddings;
 pub mod models;
+pub mod rag;
 pub mod validate;

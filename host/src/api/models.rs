@@ -1,11 +1,13 @@
 //! `GET /v1/models` and `GET /v1/models/{id}`: the configured models in the convention's list
-//! shape, each also carrying family, kind, languages, region and local; `auto-router` included.
+//! shape, each also carrying family, kind, languages, region and local; `auto-router` and the
+//! built-in embedding model included.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::{Value, json};
 
 use crate::config::{AUTO_ROUTER, ModelConfig};
+use crate::rag::BUILTIN_MODEL;
 use crate::server::error::ApiError;
 use crate::state::AppState;
 
@@ -18,6 +20,7 @@ pub async fn list_models(State(app): State<AppState>) -> Json<Value> {
         .map(|m| model_entry(&app, m))
         .collect();
     data.push(auto_router_entry(&app));
+    data.extend(builtin_entry(&app));
     Json(json!({"object": "list", "data": data}))
 }
 
@@ -27,6 +30,11 @@ pub async fn get_model(
 ) -> Result<Json<Value>, ApiError> {
     if id == AUTO_ROUTER {
         return Ok(Json(auto_router_entry(&app)));
+    }
+    if id == BUILTIN_MODEL
+        && let Some(entry) = builtin_entry(&app)
+    {
+        return Ok(Json(entry));
     }
     app.0
         .config
@@ -65,4 +73,29 @@ fn auto_router_entry(app: &AppState) -> Value {
         "region": null,
         "local": null,
     })
+}
+
+/// The document library's embedding model, served in process, when it is loaded and no
+/// configured model takes its id.
+fn builtin_entry(app: &AppState) -> Option<Value> {
+    let library = app.0.library.as_ref()?;
+    if library.readiness().is_err() || app.0.config.model(BUILTIN_MODEL).is_some() {
+        return None;
+    }
+    Some(json!({
+        "id": BUILTIN_MODEL,
+        "object": "model",
+        "created": app.0.started_unix,
+        "owned_by": app.0.config.sovereign_id,
+        "family": "e5",
+        "kind": "embedding",
+        // multilingual-e5 covers ~100 languages; these are the ones its evaluation here covers.
+        "languages": ["ar", "en"],
+        "region": app.0.config.region,
+        "local": true,
+        "dimensions": library.dims(),
+        "context_window": 512,
+        "input_cost_per_mtok": 0,
+        "output_cost_per_mtok": 0,
+    }))
 }

@@ -85,7 +85,7 @@ pub enum FactsInitError {
 #[derive(Debug)]
 pub struct FactsEngine {
     detector: LanguageDetector,
-    tokens: TokenCounter,
+    tokens: std::sync::Arc<TokenCounter>,
     /// Only a router reads the language; without one, detection (most of this step's cost) is
     /// skipped and the language is [`UNDETERMINED`].
     detect_language: bool,
@@ -111,7 +111,7 @@ impl FactsEngine {
     ) -> Result<FactsEngine, FactsInitError> {
         Ok(FactsEngine {
             detector: LanguageDetector::new(languages),
-            tokens: TokenCounter::new()?,
+            tokens: std::sync::Arc::new(TokenCounter::new()?),
             detect_language: true,
         })
     }
@@ -122,6 +122,11 @@ impl FactsEngine {
 
     pub fn tokens(&self) -> &TokenCounter {
         &self.tokens
+    }
+
+    /// The tokenizer, shared (the document chunker counts with it on blocking threads).
+    pub fn shared_tokens(&self) -> std::sync::Arc<TokenCounter> {
+        std::sync::Arc::clone(&self.tokens)
     }
 
     /// The facts of a chat body that passed `api::validate::ChatRequest::parse`.

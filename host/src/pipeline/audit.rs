@@ -80,6 +80,23 @@ impl Audit {
         self.with(|f| f.prompt_hash = hash);
     }
 
+    /// The hash of what a request carries when it is not a prompt: an uploaded document's bytes
+    /// (`sha256:` + hex, as the document record's `sha256`).
+    pub fn content(&self, sha256_hex: &str) {
+        let hash = format!("sha256:{sha256_hex}");
+        self.with(|f| f.prompt_hash = Some(hash));
+    }
+
+    /// Work done by a model inside the gateway (the built-in embedding model): its id and the
+    /// tokens it read.
+    pub fn local_model(&self, model: &str, tokens: u64) {
+        let model = model.to_string();
+        self.with(|f| {
+            f.model = Some(model);
+            f.prompt_tokens = Some(tokens);
+        });
+    }
+
     /// The actor the handler resolved (`pipeline::call::Call::identify`: the body's `user`, else the
     /// `X-Actor-ID` header, else the key id). Requests refused before a handler read their body
     /// fall back to the header, read by the layer itself.
@@ -166,6 +183,11 @@ fn action(method: &Method, path: &str) -> String {
         ("POST", ["", "v1", "admin", "policies", _, "activate"]) => "admin.policies.activate",
         ("GET", ["", "v1", "admin", "journal", "verify"]) => "admin.journal.verify",
         ("POST", ["", "v1", "activity", "logs"]) => "activity.logs",
+        ("POST", ["", "v1", "documents", "upload"]) => "documents.upload",
+        ("GET", ["", "v1", "documents"]) => "documents.list",
+        ("GET", ["", "v1", "documents", _]) => "documents.retrieve",
+        ("DELETE", ["", "v1", "documents", _]) => "documents.delete",
+        ("POST", ["", "v1", "rag", "query"]) => "rag.query",
         _ => {
             let mut other = format!("{method} {path}");
             let mut cut = other.len().min(128);

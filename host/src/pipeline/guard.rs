@@ -8,6 +8,8 @@
 //! - **output**, on a whole (non-streamed) answer before it is returned: `block` → 400 with code
 //!   `pii_in_output` (the answer is withheld), `redact` → the answer's text redacted.
 //!
+//! - **texts**: the input stage on plain texts (document chunks at upload, retrieval queries).
+//!
 //! A guardrail that fails (trap, deadline, bad answer) refuses the request: fail-closed.
 
 use serde_json::{Map, Value, json};
@@ -79,6 +81,39 @@ pub async fn output(call: &Call, answer: &mut Value) -> Result<(), ApiError> {
         who.violation(&verdict.redacted_entities(), "redacted");
     }
     Ok(())
+}
+
+/// Texts checked per guardrail call on documents: each call runs under the policy's deadline and
+/// memory cap, so a long document is checked in slices.
+const TEXTS_PER_CHECK: usize = 32;
+
+/// The input stage on plain texts (a document's chunks, a retrieval query): block (400, nothing
+/// is kept), redact in place, or flag; returns whether any text was flagged (sensitive).
+pub async fn texts(call: &Call, texts: &mut [String]) -> Result<bool, ApiError> {
+    let who = Subject(call);
+    let mut flagged = false;
+    let mut redacted = Vec::new();
+    for slice in texts.chunks_mut(TEXTS_PER_CHECK) {
+        let Some(verdict) = who.check(Stage::Input, slice).await? else {
+            return Ok(false);
+        };
+        if !verdict.blocked.is_empty() {
+            return Err(who.refuse(&verdict.blocked, Stage::Input));
+        }
+        if !verdict.redactions.is_empty() {
+            guardrail::apply(slice, &verdict.redactions);
+            for e in verdict.redacted_entities() {
+                if !redacted.contains(&e) {
+                    redacted.push(e);
+                }
+            }
+        }
+        flagged |= !verdict.flagged.is_empty();
+    }
+    if !redacted.is_empty() {
+        who.violation(&redacted, "redacted");
+    }
+    Ok(flagged)
 }
 
 /// Who a check is for: what the guardrail's facts, the events and the refusals name.

@@ -27,31 +27,7 @@ pub async fn read_json_object_within(
     server: &ServerConfig,
 ) -> Result<Map<String, Value>, ApiError> {
     check_content_type(headers)?;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ApiError::payload_too_large(limit));
-    }
-    let read = Limited::new(body, limit).collect();
-    let bytes = match tokio::time::timeout(server.body_read_timeout, read).await {
-        Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "invalid_request_error",
-                "The request body did not arrive in time.",
-            )
-            .with_code("request_timeout"));
-        }
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return Err(ApiError::payload_too_large(limit));
-        }
-        Ok(Err(_)) => {
-            return Err(ApiError::bad_request("The request body could not be read."));
-        }
-        Ok(Ok(collected)) => collected.to_bytes(),
-    };
+    let bytes = read_bytes_within(headers, body, limit, server).await?;
     if bytes.is_empty() {
         return Err(ApiError::bad_request(
             "The request body is empty; a JSON object is required.",
@@ -70,6 +46,37 @@ pub async fn read_json_object_within(
         Err(e) => Err(ApiError::bad_request(format!(
             "The request body is not valid JSON: {e}."
         ))),
+    }
+}
+
+/// The raw body (any content type, e.g. a multipart upload) under `limit` bytes (checked from
+/// `Content-Length` before reading, and while reading) and the body-read timeout.
+pub async fn read_bytes_within(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    server: &ServerConfig,
+) -> Result<bytes::Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::payload_too_large(limit));
+    }
+    let read = Limited::new(body, limit).collect();
+    match tokio::time::timeout(server.body_read_timeout, read).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            "The request body did not arrive in time.",
+        )
+        .with_code("request_timeout")),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::payload_too_large(limit))
+        }
+        Ok(Err(_)) => Err(ApiError::bad_request("The request body could not be read.")),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }
 

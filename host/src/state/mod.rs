@@ -39,6 +39,8 @@ pub struct Inner {
     /// The named webhook shapers (the built-in `default` and uploads), for webhook delivery.
     pub shapers: Arc<crate::policy::shaper::Shapers>,
     pub upstreams: Upstreams,
+    /// The document library and retrieval (`[documents]`); `None` when disabled.
+    pub library: Option<Arc<crate::rag::Library>>,
     /// Every model's circuit breaker (passive health, `crate::upstream::health`).
     pub health: Health,
     pub metrics: Arc<Metrics>,
@@ -81,13 +83,15 @@ impl AppState {
 
     pub async fn with_parts(config: Config, parts: Parts) -> anyhow::Result<AppState> {
         let data_lock = lock_data_dir(&config.data_dir)?;
-        let store: Arc<dyn Store> = Arc::new(
+        let sqlite = Arc::new(
             crate::store::sqlite::SqliteStore::open(
                 &config.data_dir.join("sovereign.db"),
                 parts.clock.clone(),
             )
             .await?,
         );
+        let store: Arc<dyn Store> = sqlite.clone();
+        let documents: Arc<dyn crate::store::documents::DocumentStore> = sqlite;
         let bootstrap = crate::access::bootstrap::run(store.as_ref(), &config).await?;
         let access = Access::new(
             store.clone(),
@@ -141,6 +145,13 @@ impl AppState {
             move || FactsEngine::new(&config)
         })
         .await??;
+        let library = match config.documents.enabled {
+            true => Some(Arc::new(
+                crate::rag::Library::open(&config.documents, documents, facts.shared_tokens())
+                    .await?,
+            )),
+            false => None,
+        };
         let upstreams = Upstreams::new(&config.models)?;
         let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
@@ -170,6 +181,7 @@ impl AppState {
             guardrail,
             shapers,
             upstreams,
+            library,
             health,
             metrics,
             webhooks,

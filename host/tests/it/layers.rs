@@ -41,6 +41,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("routing", 32),  // residency, policy, upstream
     ("budget", 32),   // access, events, journal, store
     ("webhooks", 32), // events, policy, journal, store, metrics
+    ("rag", 32),      // facts, store, config
     ("facts", 31),    // policy
     ("residency", 31),
     ("access", 31), // auth, store

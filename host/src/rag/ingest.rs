@@ -1,0 +1,187 @@
+//! Uploads into the library: the real type detected from the bytes, the text extracted in a
+//! child process under the time and memory budget (`sovereign extract-document`), chunked by
+//! tokens with page and paragraph kept ([`Library::extract`]); then — after the caller's
+//! guardrail has read or redacted the chunk texts — embedded, stored in one transaction and
+//! added to the index ([`Library::add`]). Nothing is stored until everything before it worked.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use sovereign_documents::{Kind, chunk, detect, extract_in_child};
+use sovereign_retrieval::ChunkInput;
+use sovereign_retrieval::index::vector_to_bytes;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::{Entry, Library, RagError, blocking};
+use crate::store::TeamId;
+use crate::store::documents::{DocumentRecord, Inserted, NewChunk, NewDocument};
+
+/// One uploaded file and where it goes.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub team_id: String,
+    pub collection: String,
+    pub filename: String,
+    pub content_type: Option<String>,
+    pub metadata: Map<String, Value>,
+    pub bytes: Bytes,
+}
+
+impl Upload {
+    /// Hex SHA-256 of the bytes: the document's identity within its team's collection.
+    pub fn sha256(&self) -> String {
+        hex::encode(Sha256::digest(&self.bytes))
+    }
+}
+
+/// An extracted, chunked document not yet stored. `texts` are the chunks' texts, which the
+/// caller may redact in place before [`Library::add`].
+#[derive(Debug)]
+pub struct Extracted {
+    pub kind: Kind,
+    pub pages: Option<u32>,
+    pub texts: Vec<String>,
+    /// Each chunk's page (PDF) and first paragraph.
+    places: Vec<(Option<u32>, u32)>,
+    /// o200k tokens of all chunks (what usage records).
+    pub tokens: u64,
+    /// Held until the document is stored: uploads at once are bounded.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Library {
+    /// The team's document in `collection` with these bytes (a re-upload), if any.
+    pub async fn existing(
+        &self,
+        upload: &Upload,
+        sha256: &str,
+    ) -> Result<Option<DocumentRecord>, RagError> {
+        self.model()?;
+        Ok(self
+            .store
+            .find_document(
+                TeamId(upload.team_id.clone()),
+                upload.collection.clone(),
+                sha256.to_string(),
+            )
+            .await?)
+    }
+
+    /// Detects the type, extracts the text in a child process and chunks it.
+    pub async fn extract(&self, upload: &Upload) -> Result<Extracted, RagError> {
+        self.model()?;
+        let permit = self
+            .ingests
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| RagError::Worker(e.to_string()))?;
+        let bytes = upload.bytes.clone();
+        let filename = upload.filename.clone();
+        let content_type = upload.content_type.clone();
+        let limits = self.limits;
+        let child = self.extraction.clone();
+        let chunking = self.chunking;
+        let tokens = Arc::clone(&self.tokens);
+        let (kind, pages, chunks) = blocking(move || {
+            let kind = detect(&bytes, Some(&filename), content_type.as_deref(), &limits)?;
+            let document = extract_in_child(&child, &bytes, kind, &limits)?;
+            let counter = |text: &str| tokens.count(text) as usize;
+            let chunks = chunk(&document, &counter, &chunking);
+            Ok((kind, document.pages, chunks))
+        })
+        .await?;
+        if chunks.is_empty() {
+            return Err(sovereign_documents::ExtractError::NoText.into());
+        }
+        Ok(Extracted {
+            kind,
+            pages,
+            tokens: chunks.iter().map(|c| c.tokens as u64).sum(),
+            places: chunks.iter().map(|c| (c.page, c.paragraph_start)).collect(),
+            texts: chunks.into_iter().map(|c| c.text).collect(),
+            _permit: permit,
+        })
+    }
+
+    /// Embeds the chunks, stores the document and adds it to the index. `false` with the
+    /// existing record when the same bytes were stored meanwhile (a concurrent re-upload).
+    pub async fn add(
+        &self,
+        upload: Upload,
+        sha256: String,
+        extracted: Extracted,
+    ) -> Result<(DocumentRecord, bool), RagError> {
+        let model = self.model()?.clone();
+        let texts = extracted.texts;
+        let (texts, vectors) = blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = model.embed_passages(&refs)?;
+            Ok((texts, vectors))
+        })
+        .await?;
+        let id = format!("doc_{}", uuid::Uuid::now_v7().simple());
+        let chunks = texts
+            .iter()
+            .zip(&vectors)
+            .zip(&extracted.places)
+            .enumerate()
+            .map(|(i, ((text, vector), &(page, paragraph)))| NewChunk {
+                ordinal: u32::try_from(i).unwrap_or(u32::MAX),
+                page,
+                paragraph,
+                text: text.clone(),
+                vector: vector_to_bytes(vector),
+            })
+            .collect();
+        let document = NewDocument {
+            id,
+            team_id: TeamId(upload.team_id.clone()),
+            collection: upload.collection.clone(),
+            filename: upload.filename.clone(),
+            kind: extracted.kind.as_str().to_string(),
+            bytes: upload.bytes.len() as u64,
+            sha256,
+            pages: extracted.pages,
+            metadata: Value::Object(upload.metadata.clone()).to_string(),
+            model: self.model_key.clone(),
+            chunks,
+        };
+        let (record, chunk_ids) = match self.store.insert_document(document).await? {
+            Inserted::Existing(record) => return Ok((record, false)),
+            Inserted::New { record, chunk_ids } => (record, chunk_ids),
+        };
+        {
+            let mut index = self
+                .index
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for ((chunk_id, text), vector) in chunk_ids.iter().zip(&texts).zip(&vectors) {
+                index
+                    .add(&ChunkInput {
+                        chunk_id: *chunk_id,
+                        tenant: &upload.team_id,
+                        collection: &upload.collection,
+                        document_id: &record.id,
+                        text,
+                        vector,
+                    })
+                    .map_err(|e| RagError::Worker(format!("indexing: {e}")))?;
+            }
+        }
+        self.catalogue
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(
+                record.id.clone(),
+                Arc::new(Entry {
+                    team_id: upload.team_id,
+                    filename: upload.filename,
+                    metadata: upload.metadata,
+                }),
+            );
+        Ok((record, true))
+    }
+}

@@ -1,0 +1,212 @@
+//! The document library and retrieval (issue 15; `docs/DOCUMENTS.md`): [`Library`] turns
+//! uploads into stored, embedded chunks (`ingest`) and answers queries with citations and a
+//! calibrated confidence (`query`). It knows no HTTP: `api::documents` and `api::rag` run the
+//! request path (guardrail, journal, usage) around it.
+//!
+//! The engines are the workspace's own crates: `sovereign-documents` (detect, extract in a
+//! child process, chunk) and `sovereign-retrieval` (multilingual e5 in process, the hybrid
+//! vector + BM25 index, confidence). The store keeps documents, chunk text and vectors; the
+//! index lives in memory and is rebuilt from the store at start.
+
+mod ingest;
+mod load;
+mod query;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::{Map, Value};
+use sovereign_documents::{ChildConfig, ChunkConfig, ExtractError, Limits};
+use sovereign_retrieval::confidence::Calibration;
+use sovereign_retrieval::{E5Model, EmbedError, Index};
+use tokio::sync::Semaphore;
+
+use crate::facts::TokenCounter;
+use crate::store::StoreError;
+use crate::store::documents::{DocumentRecord, DocumentStore};
+
+pub use ingest::{Extracted, Upload};
+pub use query::{Citation, Filters, MAX_TOP_K, Query, Retrieved};
+
+/// The id of the built-in embedding model, as clients name it (`/v1/embeddings`, records).
+pub const BUILTIN_MODEL: &str = sovereign_retrieval::embed::MODEL_ID;
+
+/// Why a document or query could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum RagError {
+    /// The library cannot serve: the model is not installed, or documents are disabled.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The upload was refused by extraction (type, size, hostile or unreadable content).
+    #[error("{0}")]
+    Extract(#[from] ExtractError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// A blocking worker panicked or was cancelled.
+    #[error("document worker failed: {0}")]
+    Worker(String),
+}
+
+/// What the library knows of a document without reading the store: enough to filter and cite.
+#[derive(Debug)]
+struct Entry {
+    team_id: String,
+    filename: String,
+    metadata: Map<String, Value>,
+}
+
+/// The document library: one per gateway.
+pub struct Library {
+    store: Arc<dyn DocumentStore>,
+    /// The embedding model, or why there is none (every call then answers 503 with it).
+    model: Result<Arc<E5Model>, String>,
+    /// `model id@first 12 hex of the file's sha256`: what stored vectors are tagged with.
+    model_key: String,
+    calibration: Option<&'static Calibration>,
+    index: Arc<RwLock<Index>>,
+    catalogue: Arc<RwLock<HashMap<String, Arc<Entry>>>>,
+    extraction: ChildConfig,
+    limits: Limits,
+    chunking: ChunkConfig,
+    tokens: Arc<TokenCounter>,
+    /// Uploads extracted and embedded at once (`[documents] concurrent_ingests`).
+    ingests: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Library")
+            .field("model_key", &self.model_key)
+            .field("ready", &self.model.is_ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Library {
+    /// The model, or 503 naming why it is missing.
+    fn model(&self) -> Result<&Arc<E5Model>, RagError> {
+        self.model
+            .as_ref()
+            .map_err(|why| RagError::Unavailable(why.clone()))
+    }
+
+    /// Whether uploads and queries can be served; if not, why.
+    pub fn readiness(&self) -> Result<(), String> {
+        self.model.as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+
+    /// Largest upload accepted, in bytes.
+    pub fn max_upload_bytes(&self) -> u64 {
+        self.limits.max_bytes
+    }
+
+    /// The embedding model's id (`multilingual-e5-small-q4`).
+    pub fn model_id(&self) -> &'static str {
+        BUILTIN_MODEL
+    }
+
+    /// Dimensions of the model's vectors (0 when it is not loaded).
+    pub fn dims(&self) -> usize {
+        self.model.as_ref().map_or(0, |m| m.dims())
+    }
+
+    /// Live chunks in the index.
+    pub fn chunk_count(&self) -> usize {
+        self.index
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// The team's document `id`.
+    pub async fn get(&self, team: &str, id: &str) -> Result<Option<DocumentRecord>, RagError> {
+        Ok(self
+            .store
+            .document(crate::store::TeamId(team.to_string()), id.to_string())
+            .await?)
+    }
+
+    /// Deletes the team's document: its chunks leave the index before the store, so no search
+    /// cites them from this moment on. `false` when the team has no such document.
+    pub async fn delete(&self, team: &str, id: &str) -> Result<bool, RagError> {
+        let team_id = crate::store::TeamId(team.to_string());
+        if self
+            .store
+            .document(team_id.clone(), id.to_string())
+            .await?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        self.index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .delete_document(id);
+        self.catalogue
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+        Ok(self.store.delete_document(team_id, id.to_string()).await?)
+    }
+
+    /// A page of the team's documents, newest first; `true` when more follow.
+    pub async fn list(
+        &self,
+        team: &str,
+        collection: Option<String>,
+        after: Option<String>,
+        limit: u32,
+    ) -> Result<(Vec<DocumentRecord>, bool), RagError> {
+        let mut page = self
+            .store
+            .documents(crate::store::documents::DocumentFilter {
+                team_id: crate::store::TeamId(team.to_string()),
+                collection,
+                after,
+                limit: limit + 1,
+            })
+            .await?;
+        let more = page.len() > limit as usize;
+        page.truncate(limit as usize);
+        Ok((page, more))
+    }
+
+    /// Embeds `texts` as queries (`is_query`) or passages with the built-in model, off the
+    /// runtime: what `/v1/embeddings` serves for the built-in model. Returns the vectors and
+    /// the tokens the model read.
+    pub async fn embed(
+        &self,
+        texts: Vec<String>,
+        is_query: bool,
+    ) -> Result<(Vec<Vec<f32>>, u64), RagError> {
+        let model = self.model()?.clone();
+        blocking(move || {
+            let tokens = texts
+                .iter()
+                .map(|t| model.token_count(t, is_query) as u64)
+                .sum();
+            let vectors = if is_query {
+                texts
+                    .iter()
+                    .map(|t| model.embed_query(t))
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                model.embed_passages(&refs)?
+            };
+            Ok((vectors, tokens))
+        })
+        .await
+    }
+}
+
+/// Runs CPU-bound or blocking work (extraction, embedding, index search) on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RagError> + Send + 'static,
+) -> Result<T, RagError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RagError::Worker(e.to_string()))?
+}
