@@ -121,6 +121,7 @@ fn main() -> ExitCode {
             std::io::stdout().lock(),
         ));
     }
+    passive_openmp();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -250,6 +251,17 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
                 writeln!(out, "key {name} {secret}")?;
             }
             drop(out);
+            // Documents and retrieval need the model files: say loudly when they are missing.
+            match gateway.state().0.library.as_ref().map(|l| l.readiness()) {
+                Some(Ok(())) => eprintln!(
+                    "documents: ready (/v1/documents/upload, /v1/rag/query; embedding model {} in process)",
+                    sovereign::rag::BUILTIN_MODEL
+                ),
+                Some(Err(why)) => eprintln!(
+                    "\n*** documents and retrieval are UNAVAILABLE: {why}\n*** uploads and queries answer 503 until the model is installed\n"
+                ),
+                None => {}
+            }
             announce(&listener)?;
             let result = gateway.serve(listener, shutdown).await;
             let _ = stop_fleet.send(());
@@ -275,6 +287,25 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
         | Command::Keygen
         | Command::Journal { .. }
         | Command::Policy { .. } => Ok(()),
+    }
+}
+
+/// The in-process embedding engine (documents, retrieval) uses OpenMP, whose default spin-waiting
+/// burns idle cores between calls: a query embedding cost 390 CPU ms instead of 44 on a loaded
+/// 2-core machine (host/retrieval/README.md). libgomp reads `OMP_WAIT_POLICY` only when the process
+/// starts, so when it is unset the binary re-executes itself (same pid, same arguments and file
+/// descriptors) with `passive`; an operator's own setting is kept.
+fn passive_openmp() {
+    #[cfg(unix)]
+    if std::env::var_os("OMP_WAIT_POLICY").is_none()
+        && let Ok(exe) = std::env::current_exe()
+    {
+        use std::os::unix::process::CommandExt;
+        // `exec` returns only when it failed; the gateway then runs with libgomp's default.
+        let _ = std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env("OMP_WAIT_POLICY", "passive")
+            .exec();
     }
 }
 

@@ -9,7 +9,7 @@ use axum::routing::{delete, get, post};
 use http::StatusCode;
 
 use crate::admin::{journal, keys, policies, shapers, teams, usage, webhooks};
-use crate::api::{activity, chat, documents, embeddings, models, rag};
+use crate::api::{activity, chat, documents, embeddings, files, models, rag, vector_stores};
 use crate::config::Role;
 use crate::pipeline::{admission, audit, context, events};
 use crate::server::error::ApiError;
@@ -38,6 +38,17 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/documents/upload", post(documents::upload))
         .route("/v1/documents/{id}", delete(documents::delete))
         .route("/v1/rag/query", post(rag::query))
+        // The OpenAI files and vector-stores APIs over the same library (reads: `library`).
+        .route("/v1/files", post(files::create))
+        .route("/v1/files/{id}", delete(files::delete))
+        .route("/v1/vector_stores", post(vector_stores::create))
+        .route("/v1/vector_stores/{id}", delete(vector_stores::delete))
+        .route("/v1/vector_stores/{id}/files", post(vector_stores::attach))
+        .route(
+            "/v1/vector_stores/{id}/files/{file_id}",
+            delete(vector_stores::detach),
+        )
+        .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
         .route_layer(middleware::from_fn_with_state(
             state.0.events.clone(),
             events::events_persisted,
@@ -46,10 +57,23 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             |s, req, next| admission::require(s, &[Role::Member], req, next),
         ));
-    // The team's documents: members (who upload them) and auditors read them.
+    // The team's documents, files and vector stores: members (who upload them) and auditors
+    // read them.
     let library = Router::new()
         .route("/v1/documents", get(documents::list))
         .route("/v1/documents/{id}", get(documents::get))
+        .route("/v1/files", get(files::list))
+        .route("/v1/files/{id}", get(files::get))
+        .route("/v1/vector_stores", get(vector_stores::list))
+        .route("/v1/vector_stores/{id}", get(vector_stores::get))
+        .route(
+            "/v1/vector_stores/{id}/files",
+            get(vector_stores::list_files),
+        )
+        .route(
+            "/v1/vector_stores/{id}/files/{file_id}",
+            get(vector_stores::get_file),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| admission::require(s, &[Role::Member, Role::Auditor], req, next),

@@ -14,9 +14,13 @@ EMBEDDING_MODEL = "multilingual-e5-small"
 DIMENSIONS = 384
 
 
+BUILTIN = "multilingual-e5-small-q4"
+
+
 def test_models_list_has_the_fleet_and_auto_router(client):
     models = {m.id: m.to_dict() for m in client.models.list()}
-    assert set(models) == {m["id"] for m in harness.FLEET} | {"auto-router"}
+    # The document library's embedding model is served in process (scripts/setup-models installs it).
+    assert set(models) == {m["id"] for m in harness.FLEET} | {"auto-router", BUILTIN}
     for expected in harness.FLEET:
         m = models[expected["id"]]
         assert m["object"] == "model"
@@ -28,11 +32,14 @@ def test_models_list_has_the_fleet_and_auto_router(client):
     auto = models["auto-router"]
     assert auto["kind"] == "chat" and auto["family"] == "router"
     assert {"languages", "region", "local"} <= set(auto)
+    builtin = models[BUILTIN]
+    assert (builtin["kind"], builtin["local"], builtin["dimensions"]) == ("embedding", True, 384)
+    assert builtin["region"] == "sa-riyadh-1"
 
 
 def test_models_list_preserves_config_order(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == [m["id"] for m in harness.FLEET] + ["auto-router"]
+    assert ids == [m["id"] for m in harness.FLEET] + ["auto-router", BUILTIN]
 
 
 def test_retrieve_one_model(client):

@@ -1,7 +1,7 @@
 //! The document library's endpoints (`docs/DOCUMENTS.md`), scoped to the caller's team:
 //!
 //! - `POST /v1/documents/upload` — multipart `file` (+ `collection`, `metadata`), read top to
-//!   bottom in [`upload`]: the form read under the upload limit; a re-upload of the same bytes
+//!   bottom in [`upload`] and [`ingest`]: the form read under the upload limit; a re-upload of the same bytes
 //!   answered with the stored record (200); the text extracted in a child process and chunked;
 //!   the chunks through the guardrail's input stage (block: 400, nothing stored; redact: the
 //!   stored text is redacted); embedded, stored and indexed (201); usage recorded; the journal
@@ -96,36 +96,47 @@ pub fn library(call: &Call) -> Result<Arc<Library>, ApiError> {
 pub async fn upload(mut call: Call, body: Body) -> Result<Response, ApiError> {
     let library = library(&call)?;
     library.readiness().map_err(RagError::Unavailable)?;
-
-    // 1. The form, read under the upload limit and the body-read timeout.
     let upload = read_form(&call, body).await?;
-    let sha256 = upload.sha256();
-    call.identify(&Map::new(), None);
-    call.audit.content(&sha256);
-
-    // 2. The same bytes in the same collection: the stored record.
-    if let Some(record) = library.existing(&upload, &sha256).await? {
-        return Ok((StatusCode::OK, Json(record_json(&record))).into_response());
-    }
-
-    // 3. Text with provenance, extracted in a child process, then chunked.
-    let mut extracted = library.extract(&upload).await?;
-
-    // 4. The guardrail on the chunks: block (nothing stored) or redact what is stored.
-    guard::texts(&call, &mut extracted.texts).await?;
-
-    // 5. Embedded, stored, indexed; the model's work counted in usage.
-    let tokens = extracted.tokens;
-    let (record, created) = library.add(upload, sha256, extracted).await?;
-    if created {
-        record_usage(&call, tokens).await;
-    }
+    let (record, created) = ingest(&mut call, &library, upload).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     Ok((status, Json(record_json(&record))).into_response())
+}
+
+/// An upload into the library, top to bottom; `true` when it was stored now, `false` when the
+/// team's collection already held these bytes. Also how a file attached to a vector store is
+/// ingested (`api::vector_stores`).
+pub async fn ingest(
+    call: &mut Call,
+    library: &Library,
+    upload: Upload,
+) -> Result<(DocumentRecord, bool), ApiError> {
+    // 1. The journal records the file's hash, never its text.
+    let sha256 = upload.sha256();
+    call.identify(&Map::new(), None);
+    call.audit.content(&sha256);
+
+    // 2. The same bytes in the same collection: the stored record.
+    if let Some(record) = library.existing(&upload, &sha256).await? {
+        return Ok((record, false));
+    }
+
+    // 3. Text with provenance, extracted in a child process, then chunked.
+    let mut extracted = library.extract(&upload).await?;
+
+    // 4. The guardrail on the chunks: block (nothing stored) or redact what is stored.
+    guard::texts(call, &mut extracted.texts).await?;
+
+    // 5. Embedded, stored, indexed; the model's work counted in usage.
+    let tokens = extracted.tokens;
+    let (record, created) = library.add(upload, sha256, extracted).await?;
+    if created {
+        record_usage(call, tokens).await;
+    }
+    Ok((record, created))
 }
 
 pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
@@ -257,6 +268,42 @@ pub fn check_collection(name: &str) -> Result<String, ApiError> {
 
 /// Reads the multipart form: `file` (required), `collection`, `metadata`.
 async fn read_form(call: &Call, body: Body) -> Result<Upload, ApiError> {
+    let form = read_multipart(call, body).await?;
+    let (filename, content_type, bytes) = form.file.ok_or_else(|| {
+        ApiError::invalid(
+            "file",
+            "The form has no `file` part: attach the document as `file`.",
+        )
+    })?;
+    if form.purpose.is_some() {
+        return Err(unknown_field("purpose"));
+    }
+    Ok(Upload {
+        team_id: call.principal.team_id.clone(),
+        collection: form.collection.unwrap_or_else(|| "default".into()),
+        filename,
+        content_type,
+        metadata: form.metadata.unwrap_or_default(),
+        file_id: None,
+        bytes,
+    })
+}
+
+/// A multipart upload's parts (`/v1/documents/upload`, `/v1/files`).
+pub struct Form {
+    pub file: Option<(String, Option<String>, Bytes)>,
+    pub collection: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    pub purpose: Option<String>,
+}
+
+fn unknown_field(name: &str) -> ApiError {
+    let shown: String = name.chars().take(64).collect();
+    ApiError::invalid("form", format!("Unknown form field `{shown}`."))
+}
+
+/// Reads a multipart form under the upload limit: `file`, `collection`, `metadata`, `purpose`.
+pub async fn read_multipart(call: &Call, body: Body) -> Result<Form, ApiError> {
     let library = library(call)?;
     let content_type = call
         .headers
@@ -285,7 +332,7 @@ async fn read_form(call: &Call, body: Body) -> Result<Upload, ApiError> {
     let mut form = multer::Multipart::new(stream, boundary);
     let bad_form =
         |e: multer::Error| ApiError::bad_request(format!("The multipart form is malformed: {e}."));
-    let (mut file, mut collection, mut metadata) = (None, None, None);
+    let (mut file, mut collection, mut metadata, mut purpose) = (None, None, None, None);
     while let Some(field) = form.next_field().await.map_err(bad_form)? {
         let name = field.name().unwrap_or("").to_string();
         match name.as_str() {
@@ -307,30 +354,18 @@ async fn read_form(call: &Call, body: Body) -> Result<Upload, ApiError> {
                 )?)
             }
             "metadata" => metadata = Some(parse_metadata(&field.text().await.map_err(bad_form)?)?),
-            // The OpenAI files API's field; accepted and ignored.
-            "purpose" => {}
-            other => {
-                let shown: String = other.chars().take(64).collect();
-                return Err(ApiError::invalid(
-                    "form",
-                    format!("Unknown form field `{shown}`; send file, collection and metadata."),
-                ));
+            "purpose" => {
+                let text = field.text().await.map_err(bad_form)?;
+                purpose = Some(text.trim().chars().take(64).collect());
             }
+            other => return Err(unknown_field(other)),
         }
     }
-    let (filename, content_type, bytes) = file.ok_or_else(|| {
-        ApiError::invalid(
-            "file",
-            "The form has no `file` part: attach the document as `file`.",
-        )
-    })?;
-    Ok(Upload {
-        team_id: call.principal.team_id.clone(),
-        collection: collection.unwrap_or_else(|| "default".into()),
-        filename,
-        content_type,
-        metadata: metadata.unwrap_or_default(),
-        bytes,
+    Ok(Form {
+        file,
+        collection,
+        metadata,
+        purpose,
     })
 }
 
@@ -347,18 +382,26 @@ fn clean_filename(name: &str) -> String {
 
 /// `metadata`: a JSON object of at most 16 keys, each value a string, number or boolean.
 fn parse_metadata(text: &str) -> Result<Map<String, Value>, ApiError> {
-    let invalid = |m: String| ApiError::invalid("metadata", m);
     let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
-        return Err(invalid(
-            "`metadata` must be a JSON object, e.g. {\"department\": \"risk\"}.".into(),
+        return Err(ApiError::invalid(
+            "metadata",
+            "`metadata` must be a JSON object, e.g. {\"department\": \"risk\"}.",
         ));
     };
+    check_metadata(&map)?;
+    Ok(map)
+}
+
+/// Metadata (vector-store attributes too): at most 16 keys of 1–64 characters, each value a
+/// string of at most 512 characters, a number or a boolean.
+pub fn check_metadata(map: &Map<String, Value>) -> Result<(), ApiError> {
+    let invalid = |m: String| ApiError::invalid("metadata", m);
     if map.len() > MAX_METADATA_KEYS {
         return Err(invalid(format!(
             "`metadata` may have at most {MAX_METADATA_KEYS} keys."
         )));
     }
-    for (k, v) in &map {
+    for (k, v) in map {
         if k.is_empty() || k.chars().count() > MAX_METADATA_KEY_CHARS {
             return Err(invalid(format!(
                 "`metadata` keys must be 1 to {MAX_METADATA_KEY_CHARS} characters."
@@ -375,7 +418,7 @@ fn parse_metadata(text: &str) -> Result<Map<String, Value>, ApiError> {
             )));
         }
     }
-    Ok(map)
+    Ok(())
 }
 
 #[cfg(test)]

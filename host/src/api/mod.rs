@@ -1,6 +1,6 @@
 //! The API's resources, one module each: `chat` (`/v1/chat/completions`), `embeddings`,
 //! `models`, `activity` (`/v1/activity/logs`), `documents` (`/v1/documents`), `rag`
-//! (`/v1/rag/query`), and `validate` (bodies checked against the
+//! (`/v1/rag/query`), `files` and `vector_stores` (the OpenAI-compatible face of the library), and `validate` (bodies checked against the
 //! convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
 //! its own is the body it reads and the answer it gives.
 
@@ -8,6 +8,8 @@ pub mod activity;
 pub mod chat;
 pub mod documents;
 pub mod embeddings;
+pub mod files;
 pub mod models;
 pub mod rag;
 pub mod validate;
+pub mod vector_stores;

@@ -188,6 +188,12 @@ fn action(method: &Method, path: &str) -> String {
         ("GET", ["", "v1", "documents", _]) => "documents.retrieve",
         ("DELETE", ["", "v1", "documents", _]) => "documents.delete",
         ("POST", ["", "v1", "rag", "query"]) => "rag.query",
+        ("POST", ["", "v1", "files"]) => "files.create",
+        ("POST", ["", "v1", "vector_stores"]) => "vector_stores.create",
+        ("DELETE", ["", "v1", "vector_stores", _]) => "vector_stores.delete",
+        ("POST", ["", "v1", "vector_stores", _, "files"]) => "vector_stores.files.create",
+        ("DELETE", ["", "v1", "vector_stores", _, "files", _]) => "vector_stores.files.delete",
+        ("POST", ["", "v1", "vector_stores", _, "search"]) => "vector_stores.search",
         _ => {
             let mut other = format!("{method} {path}");
             let mut cut = other.len().min(128);

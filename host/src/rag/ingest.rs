@@ -26,6 +26,8 @@ pub struct Upload {
     pub filename: String,
     pub content_type: Option<String>,
     pub metadata: Map<String, Value>,
+    /// The `/v1/files` file it comes from (attached to a vector store), if any.
+    pub file_id: Option<String>,
     pub bytes: Bytes,
 }
 
@@ -65,6 +67,7 @@ impl Library {
                 TeamId(upload.team_id.clone()),
                 upload.collection.clone(),
                 sha256.to_string(),
+                upload.file_id.clone(),
             )
             .await?)
     }
@@ -147,6 +150,7 @@ impl Library {
             pages: extracted.pages,
             metadata: Value::Object(upload.metadata.clone()).to_string(),
             model: self.model_key.clone(),
+            file_id: upload.file_id.clone(),
             chunks,
         };
         let (record, chunk_ids) = match self.store.insert_document(document).await? {
@@ -178,7 +182,10 @@ impl Library {
                 record.id.clone(),
                 Arc::new(Entry {
                     team_id: upload.team_id,
+                    collection: upload.collection,
                     filename: upload.filename,
+                    bytes: upload.bytes.len() as u64,
+                    file_id: upload.file_id,
                     metadata: upload.metadata,
                 }),
             );

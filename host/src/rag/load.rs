@@ -64,7 +64,10 @@ impl Library {
                     d.id.clone(),
                     Arc::new(Entry {
                         team_id: d.team_id.0.clone(),
+                        collection: d.collection.clone(),
                         filename: d.filename.clone(),
+                        bytes: d.bytes,
+                        file_id: d.file_id.clone(),
                         metadata,
                     }),
                 )

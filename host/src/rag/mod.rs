@@ -53,7 +53,10 @@ pub enum RagError {
 #[derive(Debug)]
 struct Entry {
     team_id: String,
+    collection: String,
     filename: String,
+    bytes: u64,
+    file_id: Option<String>,
     metadata: Map<String, Value>,
 }
 
@@ -149,6 +152,68 @@ impl Library {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(id);
         Ok(self.store.delete_document(team_id, id.to_string()).await?)
+    }
+
+    /// The store behind the library (files and vector stores are kept there too).
+    pub fn store(&self) -> &dyn DocumentStore {
+        self.store.as_ref()
+    }
+
+    /// Documents and their bytes in the team's collection.
+    pub fn collection_stats(&self, team: &str, collection: &str) -> (u64, u64) {
+        let catalogue = self
+            .catalogue
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        catalogue
+            .values()
+            .filter(|e| e.team_id == team && e.collection == collection)
+            .fold((0, 0), |(n, b), e| (n + 1, b + e.bytes))
+    }
+
+    /// The documents of the team made from the file `file_id` (attached to vector stores), in
+    /// `collection` only when given: how the vector-store API finds a store's files.
+    pub fn documents_of_file(
+        &self,
+        team: &str,
+        collection: Option<&str>,
+        file_id: &str,
+    ) -> Vec<String> {
+        let catalogue = self
+            .catalogue
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        catalogue
+            .iter()
+            .filter(|(_, e)| {
+                e.team_id == team
+                    && collection.is_none_or(|c| e.collection == c)
+                    && e.file_id.as_deref() == Some(file_id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Takes every document of the team's collection out of retrieval (a vector store being
+    /// deleted; the store deletes the rows).
+    pub fn forget_collection(&self, team: &str, collection: &str) {
+        let mut catalogue = self
+            .catalogue
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ids: Vec<String> = catalogue
+            .iter()
+            .filter(|(_, e)| e.team_id == team && e.collection == collection)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut index = self
+            .index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for id in ids {
+            index.delete_document(&id);
+            catalogue.remove(&id);
+        }
     }
 
     /// A page of the team's documents, newest first; `true` when more follow.

@@ -25,6 +25,9 @@ pub struct NewDocument {
     pub metadata: String,
     /// The embedding model the vectors were made with (`model id@sha256 prefix`).
     pub model: String,
+    /// The file (`/v1/files`) it was made from when attached to a vector store: a document is one
+    /// per team, collection, bytes *and* source file.
+    pub file_id: Option<String>,
     pub chunks: Vec<NewChunk>,
 }
 
@@ -52,6 +55,7 @@ pub struct DocumentRecord {
     pub chunks: u32,
     pub metadata: String,
     pub model: String,
+    pub file_id: Option<String>,
     pub created_at: UnixMillis,
 }
 
@@ -98,17 +102,56 @@ pub struct ChunkVector {
     pub vector: Vec<u8>,
 }
 
+/// An uploaded file kept as is until it is attached to a vector store (`/v1/files`, the OpenAI
+/// files API that `vector_stores.files.upload_and_poll` calls first).
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    pub id: String,
+    pub team_id: TeamId,
+    pub filename: String,
+    pub purpose: String,
+    pub content_type: Option<String>,
+    pub data: Vec<u8>,
+}
+
+/// A stored file, without its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    pub id: String,
+    pub team_id: TeamId,
+    pub filename: String,
+    pub purpose: String,
+    pub content_type: Option<String>,
+    pub bytes: u64,
+    pub created_at: UnixMillis,
+}
+
+/// A stored file and its bytes.
+pub type FileWithData = (FileRecord, Vec<u8>);
+
+/// A vector store (OpenAI's name for a collection): its documents are the collection `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorStoreRecord {
+    pub id: String,
+    pub team_id: TeamId,
+    pub name: String,
+    /// A JSON object, as text.
+    pub metadata: String,
+    pub created_at: UnixMillis,
+}
+
 /// Documents and chunks. Every method is safe to call concurrently; none blocks the runtime.
 pub trait DocumentStore: Send + Sync + std::fmt::Debug {
     /// Stores the document and its chunks in one transaction, unless the team's collection
-    /// already holds a document with the same `sha256` (then nothing is written).
+    /// already holds a document with the same `sha256` and `file_id` (then nothing is written).
     fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>>;
-    /// The team's document in `collection` with these bytes, if any.
+    /// The team's document in `collection` with these bytes (from this file), if any.
     fn find_document(
         &self,
         team: TeamId,
         collection: String,
         sha256: String,
+        file_id: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>>;
     /// The team's document `id` (another team's is `None`).
     fn document(
@@ -136,4 +179,25 @@ pub trait DocumentStore: Send + Sync + std::fmt::Debug {
         model: String,
         vectors: Vec<(u64, Vec<u8>)>,
     ) -> BoxFuture<'_, StoreResult<()>>;
+
+    // Files and vector stores (the OpenAI-compatible surface over the same library).
+    fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>>;
+    /// The team's file and its bytes.
+    fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>>;
+    /// The team's files, newest first.
+    fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>>;
+    fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+    fn create_vector_store(
+        &self,
+        store: VectorStoreRecord,
+    ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>>;
+    fn vector_store(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>>;
+    /// The team's vector stores, newest first.
+    fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>>;
+    /// Deletes the vector store and every document in its collection. `false` when none.
+    fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>>;
 }

@@ -5,12 +5,13 @@
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::store::documents::{
-    ChunkVector, DocumentFilter, DocumentRecord, Inserted, NewDocument, StoredChunk,
+    ChunkVector, DocumentFilter, DocumentRecord, FileRecord, FileWithData, Inserted, NewDocument,
+    NewFile, StoredChunk, VectorStoreRecord,
 };
 use crate::store::{StoreResult, TeamId, UnixMillis};
 
 const SELECT_DOCUMENT: &str = "SELECT id, team_id, collection, filename, kind, bytes, sha256,
-        pages, chunks, metadata, model, created_at FROM documents";
+        pages, chunks, metadata, model, file_id, created_at FROM documents";
 
 fn document_row(r: &Row<'_>) -> rusqlite::Result<DocumentRecord> {
     Ok(DocumentRecord {
@@ -25,7 +26,8 @@ fn document_row(r: &Row<'_>) -> rusqlite::Result<DocumentRecord> {
         chunks: r.get(8)?,
         metadata: r.get(9)?,
         model: r.get(10)?,
-        created_at: r.get(11)?,
+        file_id: Some(r.get::<_, String>(11)?).filter(|f| !f.is_empty()),
+        created_at: r.get(12)?,
     })
 }
 
@@ -44,10 +46,13 @@ fn find(
     team: &TeamId,
     collection: &str,
     sha256: &str,
+    file_id: Option<&str>,
 ) -> StoreResult<Option<DocumentRecord>> {
     Ok(c.query_row(
-        &format!("{SELECT_DOCUMENT} WHERE team_id = ?1 AND collection = ?2 AND sha256 = ?3"),
-        params![team.0, collection, sha256],
+        &format!(
+            "{SELECT_DOCUMENT} WHERE team_id = ?1 AND collection = ?2 AND sha256 = ?3 AND file_id = ?4"
+        ),
+        params![team.0, collection, sha256, file_id.unwrap_or("")],
         document_row,
     )
     .optional()?)
@@ -55,14 +60,20 @@ fn find(
 
 pub(super) fn insert(c: &mut Connection, now: UnixMillis, d: NewDocument) -> StoreResult<Inserted> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if let Some(existing) = find(&tx, &d.team_id, &d.collection, &d.sha256)? {
+    if let Some(existing) = find(
+        &tx,
+        &d.team_id,
+        &d.collection,
+        &d.sha256,
+        d.file_id.as_deref(),
+    )? {
         return Ok(Inserted::Existing(existing));
     }
     let chunks = u32::try_from(d.chunks.len()).unwrap_or(u32::MAX);
     tx.execute(
         "INSERT INTO documents (id, team_id, collection, filename, kind, bytes, sha256, pages,
-             chunks, metadata, model, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             chunks, metadata, model, file_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             d.id,
             d.team_id.0,
@@ -75,6 +86,7 @@ pub(super) fn insert(c: &mut Connection, now: UnixMillis, d: NewDocument) -> Sto
             chunks,
             d.metadata,
             d.model,
+            d.file_id.as_deref().unwrap_or(""),
             now
         ],
     )?;
@@ -110,6 +122,7 @@ pub(super) fn insert(c: &mut Connection, now: UnixMillis, d: NewDocument) -> Sto
             chunks,
             metadata: d.metadata,
             model: d.model,
+            file_id: d.file_id,
             created_at: now,
         },
         chunk_ids,
@@ -121,8 +134,9 @@ pub(super) fn find_document(
     team: &TeamId,
     collection: &str,
     sha256: &str,
+    file_id: Option<&str>,
 ) -> StoreResult<Option<DocumentRecord>> {
-    find(c, team, collection, sha256)
+    find(c, team, collection, sha256, file_id)
 }
 
 pub(super) fn get(c: &Connection, team: &TeamId, id: &str) -> StoreResult<Option<DocumentRecord>> {
@@ -231,4 +245,143 @@ pub(super) fn replace_vectors(
     )?;
     tx.commit()?;
     Ok(())
+}
+
+const SELECT_FILE: &str =
+    "SELECT id, team_id, filename, purpose, content_type, bytes, created_at FROM files";
+
+fn file_row(r: &Row<'_>) -> rusqlite::Result<FileRecord> {
+    Ok(FileRecord {
+        id: r.get(0)?,
+        team_id: TeamId(r.get(1)?),
+        filename: r.get(2)?,
+        purpose: r.get(3)?,
+        content_type: r.get(4)?,
+        bytes: r.get::<_, i64>(5)?.unsigned_abs(),
+        created_at: r.get(6)?,
+    })
+}
+
+pub(super) fn create_file(c: &Connection, now: UnixMillis, f: NewFile) -> StoreResult<FileRecord> {
+    let bytes = f.data.len() as u64;
+    c.execute(
+        "INSERT INTO files (id, team_id, filename, purpose, content_type, bytes, data, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            f.id,
+            f.team_id.0,
+            f.filename,
+            f.purpose,
+            f.content_type,
+            i64::try_from(bytes).unwrap_or(i64::MAX),
+            f.data,
+            now
+        ],
+    )?;
+    Ok(FileRecord {
+        id: f.id,
+        team_id: f.team_id,
+        filename: f.filename,
+        purpose: f.purpose,
+        content_type: f.content_type,
+        bytes,
+        created_at: now,
+    })
+}
+
+pub(super) fn file(c: &Connection, team: &TeamId, id: &str) -> StoreResult<Option<FileWithData>> {
+    Ok(c.query_row(
+        "SELECT id, team_id, filename, purpose, content_type, bytes, created_at, data FROM files
+         WHERE team_id = ?1 AND id = ?2",
+        params![team.0, id],
+        |r| Ok((file_row(r)?, r.get(7)?)),
+    )
+    .optional()?)
+}
+
+pub(super) fn files(c: &Connection, team: &TeamId) -> StoreResult<Vec<FileRecord>> {
+    let mut st = c.prepare(&format!(
+        "{SELECT_FILE} WHERE team_id = ?1 ORDER BY id DESC"
+    ))?;
+    let rows = st.query_map([&team.0], file_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(super) fn delete_file(c: &Connection, team: &TeamId, id: &str) -> StoreResult<bool> {
+    Ok(c.execute(
+        "DELETE FROM files WHERE team_id = ?1 AND id = ?2",
+        params![team.0, id],
+    )? > 0)
+}
+
+fn vector_store_row(r: &Row<'_>) -> rusqlite::Result<VectorStoreRecord> {
+    Ok(VectorStoreRecord {
+        id: r.get(0)?,
+        team_id: TeamId(r.get(1)?),
+        name: r.get(2)?,
+        metadata: r.get(3)?,
+        created_at: r.get(4)?,
+    })
+}
+
+pub(super) fn create_vector_store(
+    c: &Connection,
+    now: UnixMillis,
+    mut v: VectorStoreRecord,
+) -> StoreResult<VectorStoreRecord> {
+    v.created_at = now;
+    c.execute(
+        "INSERT INTO vector_stores (id, team_id, name, metadata, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![v.id, v.team_id.0, v.name, v.metadata, v.created_at],
+    )?;
+    Ok(v)
+}
+
+pub(super) fn vector_store(
+    c: &Connection,
+    team: &TeamId,
+    id: &str,
+) -> StoreResult<Option<VectorStoreRecord>> {
+    Ok(c.query_row(
+        "SELECT id, team_id, name, metadata, created_at FROM vector_stores
+         WHERE team_id = ?1 AND id = ?2",
+        params![team.0, id],
+        vector_store_row,
+    )
+    .optional()?)
+}
+
+pub(super) fn vector_stores(c: &Connection, team: &TeamId) -> StoreResult<Vec<VectorStoreRecord>> {
+    let mut st = c.prepare(
+        "SELECT id, team_id, name, metadata, created_at FROM vector_stores
+         WHERE team_id = ?1 ORDER BY id DESC",
+    )?;
+    let rows = st.query_map([&team.0], vector_store_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(super) fn delete_vector_store(
+    c: &mut Connection,
+    team: &TeamId,
+    id: &str,
+) -> StoreResult<bool> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let n = tx.execute(
+        "DELETE FROM vector_stores WHERE team_id = ?1 AND id = ?2",
+        params![team.0, id],
+    )?;
+    if n > 0 {
+        tx.execute(
+            "DELETE FROM document_chunks WHERE document_id IN
+                 (SELECT id FROM documents WHERE team_id = ?1 AND collection = ?2)",
+            params![team.0, id],
+        )?;
+        tx.execute(
+            "DELETE FROM documents WHERE team_id = ?1 AND collection = ?2",
+            params![team.0, id],
+        )?;
+    }
+    tx.commit()?;
+    Ok(n > 0)
 }

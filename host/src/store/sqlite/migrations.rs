@@ -130,7 +130,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE webhooks ADD COLUMN previous_until INTEGER;
     ",
     // 7: the document library (issue 15): documents per team and collection, their chunks with
-    // provenance and vectors. A team's deletion takes its documents with it.
+    // provenance and vectors; files and vector stores. A team's deletion takes them with it.
     r"
     CREATE TABLE documents (
         id         TEXT PRIMARY KEY,              -- doc_ + UUIDv7: orders by creation
@@ -144,8 +144,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         chunks     INTEGER NOT NULL,
         metadata   TEXT NOT NULL,                 -- JSON object
         model      TEXT NOT NULL,                 -- the embedding model of its vectors
+        file_id    TEXT NOT NULL DEFAULT '',      -- the source file (vector stores), else ''
         created_at INTEGER NOT NULL,
-        UNIQUE (team_id, collection, sha256)
+        UNIQUE (team_id, collection, sha256, file_id)
     ) STRICT;
     CREATE INDEX documents_by_team ON documents(team_id, id);
 
@@ -159,6 +160,28 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         vector      BLOB NOT NULL
     ) STRICT;
     CREATE INDEX document_chunks_by_document ON document_chunks(document_id, ordinal);
+
+    -- The OpenAI-compatible surface: files kept until attached, vector stores (= collections).
+    CREATE TABLE files (
+        id           TEXT PRIMARY KEY,
+        team_id      TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        filename     TEXT NOT NULL,
+        purpose      TEXT NOT NULL,
+        content_type TEXT,
+        bytes        INTEGER NOT NULL,
+        data         BLOB NOT NULL,
+        created_at   INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX files_by_team ON files(team_id, id);
+
+    CREATE TABLE vector_stores (
+        id         TEXT PRIMARY KEY,
+        team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        name       TEXT NOT NULL,
+        metadata   TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX vector_stores_by_team ON vector_stores(team_id, id);
     ",
 ];
 

@@ -29,7 +29,8 @@ use super::{
     UnixMillis, UsageFilter, UsageRecord, UsageRow,
 };
 use crate::store::documents::{
-    ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, Inserted, NewDocument, StoredChunk,
+    ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
+    NewDocument, NewFile, StoredChunk, VectorStoreRecord,
 };
 use crate::store::webhooks::{
     AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook,
@@ -296,8 +297,11 @@ impl DocumentStore for SqliteStore {
         team: TeamId,
         collection: String,
         sha256: String,
+        file_id: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| documents::find_document(c, &team, &collection, &sha256))
+        self.run(move |c, _| {
+            documents::find_document(c, &team, &collection, &sha256, file_id.as_deref())
+        })
     }
 
     fn document(
@@ -339,6 +343,45 @@ impl DocumentStore for SqliteStore {
         vectors: Vec<(u64, Vec<u8>)>,
     ) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c, _| documents::replace_vectors(c, &id, &model, &vectors))
+    }
+
+    fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
+        self.run(move |c, now| documents::create_file(c, now, file))
+    }
+
+    fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
+        self.run(move |c, _| documents::file(c, &team, &id))
+    }
+
+    fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
+        self.run(move |c, _| documents::files(c, &team))
+    }
+
+    fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| documents::delete_file(c, &team, &id))
+    }
+
+    fn create_vector_store(
+        &self,
+        store: VectorStoreRecord,
+    ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
+        self.run(move |c, now| documents::create_vector_store(c, now, store))
+    }
+
+    fn vector_store(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
+        self.run(move |c, _| documents::vector_store(c, &team, &id))
+    }
+
+    fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
+        self.run(move |c, _| documents::vector_stores(c, &team))
+    }
+
+    fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| documents::delete_vector_store(c, &team, &id))
     }
 }
 

@@ -302,6 +302,7 @@ fn new_document(
         pages: Some(2),
         metadata: r#"{"dept":"risk"}"#.into(),
         model: "m@1".into(),
+        file_id: None,
         chunks: (0..chunks)
             .map(|i| documents::NewChunk {
                 ordinal: i as u32,
@@ -351,7 +352,7 @@ async fn documents_are_stored_once_per_team_collection_and_bytes_and_scoped_by_t
         ));
     }
     assert_eq!(
-        s.find_document(a.clone(), "c1".into(), "ff".into())
+        s.find_document(a.clone(), "c1".into(), "ff".into(), None)
             .await
             .unwrap(),
         Some(record.clone())

@@ -1,0 +1,488 @@
+//! `/v1/vector_stores` — the subset of OpenAI's Vector Stores API that `file_search` users call,
+//! over the document library: a vector store is a collection of the caller's team (its id is the
+//! collection's name), a file attached to it is ingested like an upload (`documents::ingest`:
+//! guardrail, journal, usage), and `search` is retrieval with the calibrated citation confidence
+//! as the score. Ingestion is synchronous: a file is `completed` when the attach call returns,
+//! and a file that cannot be read is refused with the upload's 4xx rather than kept as `failed`.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::Path;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::documents::{ingest, library, record_usage};
+use super::files::no_such_file;
+use crate::pipeline::call::Call;
+use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, Upload};
+use crate::server::error::ApiError;
+use crate::store::TeamId;
+use crate::store::documents::{DocumentRecord, VectorStoreRecord};
+
+const MAX_NAME_CHARS: usize = 256;
+const MAX_FILES_AT_CREATE: usize = 100;
+const DEFAULT_SEARCH_RESULTS: usize = 10;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateStore {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    file_ids: Option<Vec<String>>,
+    /// Accepted for compatibility; this gateway keeps stores until they are deleted.
+    #[serde(default)]
+    expires_after: Option<Value>,
+    /// Accepted for compatibility; chunking follows `[documents]`.
+    #[serde(default)]
+    chunking_strategy: Option<Value>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttachFile {
+    file_id: String,
+    #[serde(default)]
+    attributes: Option<Map<String, Value>>,
+    #[serde(default)]
+    chunking_strategy: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Search {
+    query: Value,
+    #[serde(default)]
+    max_num_results: Option<usize>,
+    #[serde(default)]
+    filters: Option<Value>,
+    #[serde(default)]
+    ranking_options: Option<RankingOptions>,
+    #[serde(default)]
+    rewrite_query: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RankingOptions {
+    #[serde(default)]
+    ranker: Option<String>,
+    #[serde(default)]
+    score_threshold: Option<f64>,
+}
+
+fn bad_body(what: &str, e: serde_json::Error) -> ApiError {
+    ApiError::bad_request(format!("Invalid {what}: {e}."))
+}
+
+pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    let map = call.read_body(body).await?;
+    let request: CreateStore =
+        serde_json::from_value(Value::Object(map)).map_err(|e| bad_body("vector store", e))?;
+    let _ = (
+        &request.expires_after,
+        &request.chunking_strategy,
+        &request.description,
+    );
+    let name = request.name.unwrap_or_default();
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::invalid(
+            "name",
+            format!("`name` may have at most {MAX_NAME_CHARS} characters."),
+        ));
+    }
+    let metadata = request.metadata.unwrap_or_default();
+    super::documents::check_metadata(&metadata)?;
+    let file_ids = request.file_ids.unwrap_or_default();
+    if file_ids.len() > MAX_FILES_AT_CREATE {
+        return Err(ApiError::invalid(
+            "file_ids",
+            format!("At most {MAX_FILES_AT_CREATE} files when creating a vector store."),
+        ));
+    }
+    // Every file must exist before the store does.
+    for file_id in &file_ids {
+        if library
+            .store()
+            .file(TeamId(call.principal.team_id.clone()), file_id.clone())
+            .await?
+            .is_none()
+        {
+            return Err(no_such_file(file_id).with_param("file_ids"));
+        }
+    }
+    let record = library
+        .store()
+        .create_vector_store(VectorStoreRecord {
+            id: format!("vs_{}", uuid::Uuid::now_v7().simple()),
+            team_id: TeamId(call.principal.team_id.clone()),
+            name,
+            metadata: Value::Object(metadata).to_string(),
+            created_at: 0,
+        })
+        .await?;
+    for file_id in file_ids {
+        if let Err(refused) =
+            attach_file(&mut call, &library, &record.id, &file_id, Map::new()).await
+        {
+            // All or nothing: a store the caller never got the id of is not left behind.
+            let team = call.principal.team_id.clone();
+            library.forget_collection(&team, &record.id);
+            library
+                .store()
+                .delete_vector_store(TeamId(team), record.id.clone())
+                .await?;
+            return Err(refused);
+        }
+    }
+    Ok(Json(store_json(&library, &record)).into_response())
+}
+
+pub async fn list(call: Call) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    let stores = library
+        .store()
+        .vector_stores(TeamId(call.principal.team_id.clone()))
+        .await?;
+    Ok(Json(json!({
+        "object": "list",
+        "data": stores.iter().map(|s| store_json(&library, s)).collect::<Vec<_>>(),
+        "first_id": stores.first().map(|s| s.id.clone()),
+        "last_id": stores.last().map(|s| s.id.clone()),
+        "has_more": false,
+    }))
+    .into_response())
+}
+
+pub async fn get(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    let record = vector_store(&call, &library, &id).await?;
+    Ok(Json(store_json(&library, &record)).into_response())
+}
+
+pub async fn delete(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    let team = call.principal.team_id.clone();
+    vector_store(&call, &library, &id).await?;
+    library.forget_collection(&team, &id);
+    library
+        .store()
+        .delete_vector_store(TeamId(team), id.clone())
+        .await?;
+    Ok(Json(json!({"id": id, "object": "vector_store.deleted", "deleted": true})).into_response())
+}
+
+pub async fn attach(
+    mut call: Call,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    let map = call.read_body(body).await?;
+    let request: AttachFile =
+        serde_json::from_value(Value::Object(map)).map_err(|e| bad_body("vector store file", e))?;
+    let _ = &request.chunking_strategy;
+    let attributes = request.attributes.unwrap_or_default();
+    super::documents::check_metadata(&attributes)?;
+    vector_store(&call, &library, &id).await?;
+    let record = attach_file(&mut call, &library, &id, &request.file_id, attributes).await?;
+    Ok(Json(file_json(&record, &request.file_id)).into_response())
+}
+
+pub async fn list_files(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    vector_store(&call, &library, &id).await?;
+    let (documents, _) = library
+        .list(&call.principal.team_id, Some(id), None, 100)
+        .await?;
+    let data: Vec<Value> = documents
+        .iter()
+        .filter_map(|d| Some(file_json(d, d.file_id.as_deref()?)))
+        .collect();
+    Ok(Json(json!({
+        "object": "list",
+        "first_id": data.first().and_then(|f| f.get("id")).cloned(),
+        "last_id": data.last().and_then(|f| f.get("id")).cloned(),
+        "data": data,
+        "has_more": false,
+    }))
+    .into_response())
+}
+
+pub async fn get_file(
+    call: Call,
+    Path((id, file_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    vector_store(&call, &library, &id).await?;
+    let record = stored_file(&call, &library, &id, &file_id).await?;
+    Ok(Json(file_json(&record, &file_id)).into_response())
+}
+
+pub async fn detach(
+    call: Call,
+    Path((id, file_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    vector_store(&call, &library, &id).await?;
+    let record = stored_file(&call, &library, &id, &file_id).await?;
+    library.delete(&call.principal.team_id, &record.id).await?;
+    Ok(
+        Json(json!({"id": file_id, "object": "vector_store.file.deleted", "deleted": true}))
+            .into_response(),
+    )
+}
+
+pub async fn search(
+    mut call: Call,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let library = library(&call)?;
+    library.readiness().map_err(RagError::Unavailable)?;
+    let map = call.read_body(body).await?;
+    call.identify(&map, map.get("query"));
+    let request: Search =
+        serde_json::from_value(Value::Object(map)).map_err(|e| bad_body("search", e))?;
+    let _ = request.rewrite_query;
+    vector_store(&call, &library, &id).await?;
+    // One query (a string, or an array of strings searched as one text).
+    let text = match &request.query {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) if !parts.is_empty() && parts.iter().all(Value::is_string) => parts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => {
+            return Err(ApiError::invalid(
+                "query",
+                "`query` must be a string or an array of strings.",
+            ));
+        }
+    };
+    if text.trim().is_empty() || text.chars().count() > 8_000 {
+        return Err(ApiError::invalid(
+            "query",
+            "`query` must be 1 to 8000 characters.",
+        ));
+    }
+    let top_k = request.max_num_results.unwrap_or(DEFAULT_SEARCH_RESULTS);
+    if !(1..=MAX_TOP_K).contains(&top_k) {
+        return Err(ApiError::invalid(
+            "max_num_results",
+            format!("`max_num_results` must be from 1 to {MAX_TOP_K}."),
+        ));
+    }
+    let threshold = match &request.ranking_options {
+        Some(r) => {
+            if r.ranker
+                .as_deref()
+                .is_some_and(|k| k != "auto" && k != "default-2024-11-15" && k != "none")
+            {
+                return Err(ApiError::invalid(
+                    "ranking_options.ranker",
+                    "Unknown ranker.",
+                ));
+            }
+            r.score_threshold.unwrap_or(0.0)
+        }
+        None => 0.0,
+    };
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(ApiError::invalid(
+            "ranking_options.score_threshold",
+            "`score_threshold` must be between 0 and 1.",
+        ));
+    }
+    let metadata = match &request.filters {
+        None | Some(Value::Null) => None,
+        Some(f) => Some(openai_filters(f)?),
+    };
+    let mut texts = vec![text];
+    crate::pipeline::guard::texts(&call, &mut texts).await?;
+    let text = texts.pop().unwrap_or_default();
+    let retrieved = library
+        .search(Query {
+            team_id: call.principal.team_id.clone(),
+            text: text.clone(),
+            collection: id,
+            // Ranked by the fused score, shown by confidence: a deeper list, re-sorted and cut.
+            top_k: (2 * top_k).min(MAX_TOP_K),
+            filters: Filters {
+                document_ids: None,
+                metadata,
+            },
+            min_confidence: threshold,
+        })
+        .await?;
+    record_usage(&call, retrieved.query_tokens).await;
+    let mut data = Vec::new();
+    for c in &retrieved.citations {
+        let Some(record) = library.get(&call.principal.team_id, &c.document_id).await? else {
+            continue;
+        };
+        data.push(json!({
+            "file_id": record.file_id.clone().unwrap_or_else(|| record.id.clone()),
+            "filename": c.filename,
+            "score": c.confidence,
+            "attributes": attributes_of(&record),
+            "content": [{"type": "text", "text": c.text}],
+        }));
+    }
+    // Best first by the score shown (stable: equal scores keep the ranking's order).
+    data.sort_by(|a, b| {
+        let score = |v: &Value| v.get("score").and_then(Value::as_f64).unwrap_or(0.0);
+        score(b).total_cmp(&score(a))
+    });
+    data.truncate(top_k);
+    Ok(Json(json!({
+        "object": "vector_store.search_results.page",
+        "search_query": [text],
+        "data": data,
+        "has_more": false,
+        "next_page": null,
+    }))
+    .into_response())
+}
+
+/// OpenAI's attribute filters, as far as equality goes: `{"type": "eq", "key", "value"}` and
+/// `{"type": "and", "filters": [...]}` of those. Others are refused, not silently ignored.
+fn openai_filters(f: &Value) -> Result<Map<String, Value>, ApiError> {
+    let unsupported = || {
+        ApiError::invalid(
+            "filters",
+            "Only `eq` comparisons and `and` of them are supported in `filters`.",
+        )
+    };
+    let mut out = Map::new();
+    match f.get("type").and_then(Value::as_str) {
+        Some("eq") => {
+            let key = f
+                .get("key")
+                .and_then(Value::as_str)
+                .ok_or_else(unsupported)?;
+            let value = f.get("value").cloned().ok_or_else(unsupported)?;
+            out.insert(key.to_string(), value);
+        }
+        Some("and") => {
+            for inner in f
+                .get("filters")
+                .and_then(Value::as_array)
+                .ok_or_else(unsupported)?
+            {
+                out.extend(openai_filters(inner)?);
+            }
+        }
+        _ => return Err(unsupported()),
+    }
+    Ok(out)
+}
+
+/// Attaches the team's file to the store: ingested like an upload, the file id on the document
+/// and the attributes as its metadata. Attaching it again returns the stored document.
+async fn attach_file(
+    call: &mut Call,
+    library: &Library,
+    store_id: &str,
+    file_id: &str,
+    attributes: Map<String, Value>,
+) -> Result<DocumentRecord, ApiError> {
+    let team = call.principal.team_id.clone();
+    let Some((file, data)) = library
+        .store()
+        .file(TeamId(team.clone()), file_id.to_string())
+        .await?
+    else {
+        return Err(no_such_file(file_id).with_param("file_id"));
+    };
+    let upload = Upload {
+        team_id: team,
+        collection: store_id.to_string(),
+        filename: file.filename,
+        content_type: file.content_type,
+        metadata: attributes,
+        file_id: Some(file_id.to_string()),
+        bytes: Bytes::from(data),
+    };
+    let (record, _) = ingest(call, library, upload).await?;
+    Ok(record)
+}
+
+async fn vector_store(
+    call: &Call,
+    library: &Library,
+    id: &str,
+) -> Result<VectorStoreRecord, ApiError> {
+    library
+        .store()
+        .vector_store(TeamId(call.principal.team_id.clone()), id.to_string())
+        .await?
+        .ok_or_else(|| {
+            let shown: String = id.chars().take(80).collect();
+            ApiError::not_found(format!("No vector store `{shown}` in your team."))
+        })
+}
+
+async fn stored_file(
+    call: &Call,
+    library: &Library,
+    store_id: &str,
+    file_id: &str,
+) -> Result<DocumentRecord, ApiError> {
+    let team = &call.principal.team_id;
+    let found = match library
+        .documents_of_file(team, Some(store_id), file_id)
+        .first()
+    {
+        Some(document) => library.get(team, document).await?,
+        None => None,
+    };
+    found.ok_or_else(|| {
+        let shown: String = file_id.chars().take(80).collect();
+        ApiError::not_found(format!("No file `{shown}` in this vector store."))
+    })
+}
+
+fn attributes_of(d: &DocumentRecord) -> Value {
+    serde_json::from_str(&d.metadata).unwrap_or_else(|_| json!({}))
+}
+
+fn file_json(d: &DocumentRecord, file_id: &str) -> Value {
+    json!({
+        "id": file_id,
+        "object": "vector_store.file",
+        "created_at": d.created_at / 1000,
+        "vector_store_id": d.collection,
+        "status": "completed",
+        "last_error": null,
+        "usage_bytes": d.bytes,
+        "attributes": attributes_of(d),
+        "chunking_strategy": {"type": "static", "static": {"max_chunk_size_tokens": 400, "chunk_overlap_tokens": 60}},
+    })
+}
+
+fn store_json(library: &Library, s: &VectorStoreRecord) -> Value {
+    let (files, bytes) = library.collection_stats(&s.team_id.0, &s.id);
+    let metadata = serde_json::from_str::<Value>(&s.metadata).unwrap_or_else(|_| json!({}));
+    json!({
+        "id": s.id,
+        "object": "vector_store",
+        "created_at": s.created_at / 1000,
+        "name": s.name,
+        "usage_bytes": bytes,
+        "file_counts": {"in_progress": 0, "completed": files, "failed": 0, "cancelled": 0, "total": files},
+        "status": "completed",
+        "metadata": metadata,
+        "expires_after": null,
+        "expires_at": null,
+        "last_active_at": s.created_at / 1000,
+    })
+}
