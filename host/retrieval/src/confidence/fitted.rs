@@ -2,37 +2,51 @@
 //! `cargo run --release -p sovereign-retrieval --example eval -- --write-calibration` from the
 //! evaluation set in `eval/`; do not edit by hand.
 
-use super::{Calibration, Logistic};
+use super::{Calibration, Logistic, ScorePrior};
 
 pub static CALIBRATIONS: &[Calibration] = &[Calibration {
     model_id: "multilingual-e5-small-q4",
     model_sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
-    fitted_on: "eval/: 118 questions (87 answerable), 104 chunks; hybrid search top 5; Newton, L2 0.05",
+    fitted_on: "eval/: 118 questions (87 answerable), 104 chunks; full corpus and small collections (534 samples, seed 0x5eed20261125); hybrid search top 5; Newton, L2 0.05",
     logistic: Logistic {
         mean: [
-            0.8575725050295814,
-            0.023704024694733702,
-            0.3492163738583104,
-            0.2593220387727527,
-            0.2631127347229041,
-            3.2236617066092412,
+            0.8379513684953197,
+            0.03515588210316633,
+            0.28874003338847265,
+            0.3507490673761689,
+            0.22104086092850134,
+            2.4573873554004098,
         ],
         scale: [
-            0.038357882716793926,
-            0.025838996588196383,
-            0.14788484383310388,
-            0.18097536959286212,
-            0.274569538005935,
-            0.7758263632267395,
+            0.051558346824865646,
+            0.03507801682218844,
+            0.23012432720965587,
+            0.37098588435242047,
+            0.27527550640870563,
+            1.509578716995656,
         ],
         weights: [
-            2.3749663752201444,
-            -0.6005507188874981,
-            -0.08262437231673025,
-            0.4425055308131377,
-            -0.9349133855112696,
-            2.4056797755200763,
+            -1.3003553553218348,
+            1.8356281820535616,
+            -0.5003760196278423,
+            0.3436398887713423,
+            -0.03537784198563762,
+            5.524484250538597,
         ],
-        bias: 2.568970219408357,
+        bias: 1.9675432327018936,
+    },
+    // [query script][chunk script] (0 = other, 1 = Arabic): mean and sd of a query's cosines.
+    score_prior: ScorePrior {
+        cosine: [
+            [
+                (0.7783428313831486, 0.02534052762268114),
+                (0.7506141014015061, 0.019392120559801787),
+            ],
+            [
+                (0.7476932345358381, 0.024459732988901407),
+                (0.7942730884613664, 0.021788761133114027),
+            ],
+        ],
+        weight: 50.0,
     },
 }];

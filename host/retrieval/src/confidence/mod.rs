@@ -2,8 +2,12 @@
 //! all. Raw cosine is not a probability (e5 puts unrelated passages at 0.65–0.82), so six
 //! query-level features (`Features`) go through a logistic model fitted offline on a labelled set
 //! of answerable and unanswerable questions (`fit`, by Newton's method on the L2-regularised
-//! log-loss over standardised features) and stored per model file (`fitted`). `brier`, `auc` and
-//! `reliability` report how well calibrated it is.
+//! log-loss over standardised features) and stored per model file (`fitted`), with the
+//! per-script cosine prior (`index::ScorePrior`) the features were computed with, so that a
+//! collection of one or a few chunks gets meaningful z-scores. It is fitted on searches of the
+//! whole evaluation corpus and of small collections drawn from it (crate README). `brier`, `auc`
+//! and `reliability` report how well calibrated it is. `Features::for_hit` gives one hit's
+//! features for a per-citation confidence with the same model.
 #![expect(
     clippy::needless_range_loop,
     reason = "small dense linear algebra reads best with explicit indices"
@@ -13,7 +17,7 @@ mod fitted;
 
 pub use fitted::CALIBRATIONS;
 
-use crate::index::SearchResults;
+use crate::index::{Hit, ScorePrior, SearchResults};
 
 /// Number of features.
 pub const N_FEATURES: usize = 6;
@@ -32,11 +36,12 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
 pub struct Features {
     /// Best cosine between the query and a chunk.
     pub top1_cosine: f64,
-    /// Best minus second-best cosine (a clear winner vs. a flat field).
+    /// Best minus second-best cosine (a clear winner vs. a flat field); with a single chunk, best
+    /// minus the mean its z-score was taken against (`SearchResults::vector_top_baseline`).
     pub cosine_gap: f64,
     /// Best BM25 divided by the query's BM25 ceiling (Σ idf·(k1+1)), in [0, 1).
     pub bm25_norm: f64,
-    /// Share of the vector top-5 that is also in the BM25 top-5.
+    /// Share of the vector top-5 that is also in the BM25 top-5 (`SearchResults::list_overlap`).
     pub list_overlap: f64,
     /// Share of the query's distinct terms found in the top hit.
     pub terms_matched: f64,
@@ -48,7 +53,13 @@ pub struct Features {
 impl Features {
     pub fn from_results(results: &SearchResults) -> Self {
         let top1 = results.vector_top.first().copied().unwrap_or(0.0);
-        let top2 = results.vector_top.get(1).copied().unwrap_or(top1);
+        // A lone chunk leads the typical chunk its z-score was taken against (with the prior,
+        // k/(1+k)·(cosine − prior mean); without one, itself: a gap of 0).
+        let top2 = results
+            .vector_top
+            .get(1)
+            .copied()
+            .unwrap_or(results.vector_top_baseline.min(top1));
         let bm25_norm = if results.bm25_ceiling > 0.0 {
             (results.bm25_top / results.bm25_ceiling).clamp(0.0, 1.0)
         } else {
@@ -65,6 +76,40 @@ impl Features {
             list_overlap: f64::from(results.list_overlap),
             terms_matched,
             top1_z: f64::from(results.vector_top_z),
+        }
+    }
+
+    /// The features of one hit, for a per-citation confidence with the same model: the hit's own
+    /// cosine, its lead over the best other hit (over the typical chunk when it is alone), its
+    /// share of the BM25 ceiling and of the query's terms, its own z-score (`Hit::vector_z`) and
+    /// the query's list overlap. Cap the result at the query's confidence: a citation is never
+    /// surer than the question is answerable. With the query's `vector_top_z` in place of the
+    /// hit's own, every hit of an answerable query scored alike (crate README).
+    pub fn for_hit(results: &SearchResults, hit: &Hit) -> Self {
+        let best_other = results
+            .hits
+            .iter()
+            .filter(|h| h.chunk_id != hit.chunk_id)
+            .map(|h| h.vector_sim)
+            .fold(None, |m: Option<f32>, c| Some(m.map_or(c, |m| m.max(c))))
+            .unwrap_or(results.vector_top_baseline);
+        let bm25_norm = if results.bm25_ceiling > 0.0 {
+            (hit.bm25 / results.bm25_ceiling).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let terms_matched = if results.query_terms > 0 {
+            f64::from(hit.terms_matched) / results.query_terms as f64
+        } else {
+            0.0
+        };
+        Self {
+            top1_cosine: f64::from(hit.vector_sim),
+            cosine_gap: f64::from((hit.vector_sim - best_other).max(0.0)),
+            bm25_norm: f64::from(bm25_norm),
+            list_overlap: f64::from(results.list_overlap),
+            terms_matched,
+            top1_z: f64::from(hit.vector_z),
         }
     }
 
@@ -112,6 +157,9 @@ pub struct Calibration {
     /// What it was fitted on (set, size, regularisation).
     pub fitted_on: &'static str,
     pub logistic: Logistic,
+    /// The per-script cosine prior the features were computed with: an `Index` whose model key
+    /// names this file uses it (`calibration_for_key`).
+    pub score_prior: ScorePrior,
 }
 
 /// The committed calibration for a model file, if there is one. Another file (even with the same
@@ -120,6 +168,17 @@ pub fn calibration_for(model_id: &str, model_sha256: &str) -> Option<&'static Ca
     CALIBRATIONS
         .iter()
         .find(|c| c.model_id == model_id && c.model_sha256 == model_sha256)
+}
+
+/// The committed calibration for an index's model key: `<model_id>@<sha256 prefix>` (as the host
+/// writes it, at least 12 hex digits) or `<model_id>:<sha256>` (as the evaluation does).
+pub fn calibration_for_key(model_key: &str) -> Option<&'static Calibration> {
+    CALIBRATIONS.iter().find(|c| {
+        model_key
+            .strip_prefix(c.model_id)
+            .and_then(|rest| rest.strip_prefix(['@', ':']))
+            .is_some_and(|sha| sha.len() >= 12 && c.model_sha256.starts_with(sha))
+    })
 }
 
 fn sigmoid(z: f64) -> f64 {

@@ -81,6 +81,7 @@ fn features_come_from_the_search_results() {
         rank: 1,
         score: 0.03,
         vector_sim: 0.9,
+        vector_z: 2.5,
         bm25: 2.0,
         vector_rank: Some(1),
         bm25_rank: Some(1),
@@ -94,6 +95,8 @@ fn features_come_from_the_search_results() {
         query_terms: 4,
         list_overlap: 0.4,
         vector_top_z: 2.5,
+        vector_top_baseline: 0.78,
+        vector_candidates: 12,
     };
     let f = Features::from_results(&results);
     assert!((f.top1_cosine - 0.9).abs() < 1e-6);
@@ -106,6 +109,60 @@ fn features_come_from_the_search_results() {
         Features::from_results(&SearchResults::default()),
         Features::default()
     );
+    // A lone chunk's gap is its lead over the mean its z-score was taken against.
+    let lone = SearchResults {
+        vector_top: vec![0.9],
+        ..results.clone()
+    };
+    assert!((Features::from_results(&lone).cosine_gap - 0.12).abs() < 1e-6);
+    let below = SearchResults {
+        vector_top: vec![0.7],
+        ..results
+    };
+    assert_eq!(Features::from_results(&below).cosine_gap, 0.0);
+}
+
+#[test]
+fn a_hits_features_are_its_own_with_the_querys_overlap() {
+    let hit = |id: u64, sim: f32, z: f32, bm25: f32, terms: u16| Hit {
+        chunk_id: id,
+        document_id: "d".into(),
+        collection: "c".into(),
+        rank: id as usize,
+        score: 0.0,
+        vector_sim: sim,
+        vector_z: z,
+        bm25,
+        vector_rank: None,
+        bm25_rank: None,
+        terms_matched: terms,
+    };
+    let results = SearchResults {
+        hits: vec![hit(1, 0.9, 3.0, 4.0, 3), hit(2, 0.8, 0.5, 0.0, 0)],
+        vector_top: vec![0.9, 0.8],
+        vector_top_z: 3.0,
+        vector_top_baseline: 0.78,
+        vector_candidates: 2,
+        bm25_top: 4.0,
+        bm25_ceiling: 8.0,
+        query_terms: 4,
+        list_overlap: 0.5,
+    };
+    let best = Features::for_hit(&results, &results.hits[0]);
+    assert_eq!(best, Features::from_results(&results));
+    let other = Features::for_hit(&results, &results.hits[1]);
+    assert!((other.top1_cosine - 0.8).abs() < 1e-6);
+    assert_eq!(other.cosine_gap, 0.0);
+    assert_eq!((other.bm25_norm, other.terms_matched), (0.0, 0.0));
+    assert!((other.top1_z - 0.5).abs() < 1e-6);
+    assert!((other.list_overlap - 0.5).abs() < 1e-6);
+    // Alone, a hit leads the typical chunk.
+    let alone = SearchResults {
+        hits: vec![hit(1, 0.9, 3.0, 4.0, 3)],
+        vector_top: vec![0.9],
+        ..results
+    };
+    assert!((Features::for_hit(&alone, &alone.hits[0]).cosine_gap - 0.12).abs() < 1e-6);
 }
 
 #[test]
@@ -113,5 +170,11 @@ fn committed_calibration_is_found_only_for_its_file() {
     let c = CALIBRATIONS[0];
     assert!(calibration_for(c.model_id, c.model_sha256).is_some());
     assert!(calibration_for(c.model_id, "0000").is_none());
+    let host_key = format!("{}@{}", c.model_id, &c.model_sha256[..12]);
+    assert!(calibration_for_key(&host_key).is_some());
+    assert!(calibration_for_key(&format!("{}:{}", c.model_id, c.model_sha256)).is_some());
+    assert!(calibration_for_key(&format!("{}@{}", c.model_id, &c.model_sha256[..6])).is_none());
+    assert!(calibration_for_key(c.model_sha256).is_none());
+    assert!(c.score_prior.weight > 0.0);
     assert!(c.logistic.scale.iter().all(|s| *s > 0.0));
 }

@@ -104,6 +104,10 @@ pub struct SearchOptions {
     pub fusion: Fusion,
     /// Scan every vector even when the index has an HNSW graph (measurements, recall checks).
     pub exact_vectors: bool,
+    /// Rank on z-scores whose per-script statistics are shrunk toward the index's `ScorePrior`
+    /// (when it has one). The confidence figures (`SearchResults::vector_top_z`) always use the
+    /// prior; this says whether the ranking does too.
+    pub prior_in_ranking: bool,
 }
 
 /// How the vector and BM25 rankings are combined (the evaluation compares them).
@@ -137,6 +141,7 @@ impl Default for SearchOptions {
             balance_scripts: true,
             fusion: Fusion::default(),
             exact_vectors: false,
+            prior_in_ranking: true,
         }
     }
 }
@@ -154,6 +159,10 @@ pub struct Hit {
     pub score: f32,
     /// Cosine of the query and chunk vectors (int8 approximation, ±0.01).
     pub vector_sim: f32,
+    /// `vector_sim` as a per-script z-score on the same scale as `SearchResults::vector_top_z`
+    /// (the best hit's equals it when the best chunk by z-score is among the hits): the hit's
+    /// own standing, for a per-citation confidence.
+    pub vector_z: f32,
     /// BM25 of the query terms in the chunk (0 if none match).
     pub bm25: f32,
     /// Rank in the vector list (1-based), if the chunk made its candidates.
@@ -170,17 +179,40 @@ pub struct SearchResults {
     pub hits: Vec<Hit>,
     /// The two best cosines among the filtered chunks (fewer if fewer chunks).
     pub vector_top: Vec<f32>,
-    /// The best per-script z-score of a cosine (how far the best chunk stands out from the other
-    /// chunks of its script; 0 if no chunk).
+    /// The best per-script z-score of a cosine: how far the best chunk stands out from the other
+    /// chunks of its script, 0 if no chunk. With a `ScorePrior` (the committed one for the model
+    /// file) the script's mean and standard deviation are those of the filtered chunks pooled
+    /// with `ScorePrior::weight` virtual chunks of the prior, so a collection of a few chunks
+    /// still gets a meaningful z-score (without it one chunk always has z = 0).
     pub vector_top_z: f32,
+    /// The mean cosine the best z-score was taken against (the pooled mean of its chunk's script;
+    /// 0 if no chunk): a single chunk's lead over "a typical chunk".
+    pub vector_top_baseline: f32,
+    /// Filtered chunks whose cosine was computed (all of them, or the sample under HNSW).
+    pub vector_candidates: usize,
     /// The best BM25 among the filtered chunks (0 if no term matches).
     pub bm25_top: f32,
     /// Σ idf × (k1+1) over the query's known terms: `bm25_top / bm25_ceiling` is in [0, 1).
     pub bm25_ceiling: f32,
     /// Distinct terms of the query after normalisation.
     pub query_terms: usize,
-    /// |top-5 by vector ∩ top-5 by BM25| / 5.
+    /// |top-5 by vector ∩ top-5 by BM25| / min(5, filtered chunks): the share of the vector top-5
+    /// that BM25 also ranks in its top 5 (1 when every chunk of a collection of three is in both).
     pub list_overlap: f32,
+}
+
+/// What one query's cosines against a collection's chunks look like before the collection is
+/// seen, for one embedding model file: per query script and chunk script, the mean and standard
+/// deviation of the cosines (measured on the evaluation corpus, `examples/eval.rs`). The index
+/// pools them, as `weight` virtual chunks, with the filtered chunks' own statistics before it
+/// takes z-scores: with thousands of chunks the prior barely moves them, with a handful it keeps
+/// the z-score on the scale the confidence model was fitted on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScorePrior {
+    /// `[query script][chunk script]` (0 = other, 1 = Arabic): (mean, standard deviation).
+    pub cosine: [[(f64, f64); 2]; 2],
+    /// Pseudo-count: how many chunks the prior weighs as.
+    pub weight: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -238,6 +270,8 @@ pub struct Index {
     /// The HNSW graph over all slots, once the index reaches `ANN_THRESHOLD` chunks (or
     /// `enable_ann`); rebuilt after compaction.
     ann: Option<hnsw::Hnsw>,
+    /// The per-script cosine prior the z-scores are shrunk toward (`ScorePrior`).
+    prior: Option<ScorePrior>,
 }
 
 /// Live chunks at which the index builds its HNSW graph on its own. Measured at 100k chunks
@@ -333,7 +367,20 @@ impl Index {
             names: Names::default(),
             dead: 0,
             ann: None,
+            prior: None,
         }
+    }
+
+    /// Replaces the score prior (`None`, as `Index::new` starts: z-scores from the filtered
+    /// chunks alone). The committed prior of a model file is its calibration's
+    /// (`confidence::calibration_for_key(key).map(|c| c.score_prior)`); the index does not look it
+    /// up itself, so that `index` stays below `confidence`.
+    pub fn set_score_prior(&mut self, prior: Option<ScorePrior>) {
+        self.prior = prior;
+    }
+
+    pub fn score_prior(&self) -> Option<&ScorePrior> {
+        self.prior.as_ref()
     }
 
     /// Rebuilds an index from the store's rows.
@@ -617,11 +664,17 @@ impl Index {
         } else {
             (self.scan(&query, &accept), None)
         };
-        // Statistics for the z-scores: all accepted chunks, or a sample of them under HNSW.
+        // Statistics for the z-scores: all accepted chunks, or a sample of them under HNSW,
+        // pooled with the prior (for the query's script) when there is one.
         let stats = sample.as_deref().unwrap_or(&sims);
         let vector_top = top_n(sims.iter().copied(), 2);
-        let params = self.z_params(stats, options.balance_scripts);
-        let by_script = self.z_params(stats, true);
+        let prior = self
+            .prior
+            .as_ref()
+            .map(|p| (p, usize::from(is_mostly_arabic(query_text))));
+        let ranking_prior = prior.filter(|_| options.prior_in_ranking);
+        let params = self.z_params(stats, options.balance_scripts, ranking_prior);
+        let by_script = self.z_params(stats, true, prior);
         let vector_list = if options.balance_scripts {
             top_n(
                 sims.iter().map(|s| Scored(self.z(&params, s.1, s.0), s.1)),
@@ -688,13 +741,15 @@ impl Index {
             .map(|(i, (slot, score, ranks))| {
                 let meta = self.slots[slot as usize];
                 let (bm25, terms_matched) = self.bm25.score_one(&prepared, slot);
+                let vector_sim = self.vectors.similarity(&query, slot as usize);
                 Hit {
                     chunk_id: meta.chunk_id,
                     document_id: self.names.name(meta.document).clone(),
                     collection: self.names.name(meta.collection).clone(),
                     rank: i + 1,
                     score,
-                    vector_sim: self.vectors.similarity(&query, slot as usize),
+                    vector_sim,
+                    vector_z: self.z(&by_script, slot, vector_sim),
                     bm25,
                     vector_rank: ranks.first().copied().flatten(),
                     bm25_rank: ranks.get(1).copied().flatten(),
@@ -705,15 +760,20 @@ impl Index {
 
         let top5 = |l: &[u32]| l.iter().take(5).copied().collect::<Vec<_>>();
         let (v5, l5) = (top5(&v_slots), top5(&l_slots));
-        let overlap = v5.iter().filter(|s| l5.contains(s)).count() as f32 / 5.0;
+        // Out of what the lists could share: fewer than 5 filtered chunks cannot fill a top 5.
+        let overlap = v5.iter().filter(|s| l5.contains(s)).count() as f32 / v5.len().max(1) as f32;
+        let best_z = sims
+            .iter()
+            .map(|s| Scored(self.z(&by_script, s.1, s.0), s.1))
+            .max();
         Ok(SearchResults {
             hits,
             vector_top: vector_top.iter().map(|s| s.0).collect(),
-            vector_top_z: sims
-                .iter()
-                .map(|s| self.z(&by_script, s.1, s.0))
-                .fold(None, |m: Option<f32>, z| Some(m.map_or(z, |m| m.max(z))))
-                .unwrap_or(0.0),
+            vector_top_z: best_z.map_or(0.0, |s| s.0),
+            vector_top_baseline: best_z.map_or(0.0, |s| {
+                by_script[usize::from(self.slots[s.1 as usize].arabic)].0 as f32
+            }),
+            vector_candidates: stats.len(),
             bm25_top: lexical_list.first().map_or(0.0, |s| s.0),
             bm25_ceiling: prepared.ceiling,
             query_terms: prepared.distinct_terms,
@@ -769,10 +829,18 @@ impl Index {
     }
 
     /// Mean and standard deviation of the similarities, per script (index 1 = Arabic) when
-    /// `by_script`, else one pair for all (stored in both places).
-    fn z_params(&self, sims: &[Scored], by_script: bool) -> [(f64, f64); 2] {
+    /// `by_script`, else one pair for all (stored in both places). With a prior (and the query's
+    /// script, 0 = other, 1 = Arabic) and `by_script`, each script's moments are pooled with
+    /// `weight` virtual chunks distributed as the prior: mean = (Σx + k·μ) / (n + k), variance =
+    /// (Σx² + k·(σ² + μ²)) / (n + k) − mean².
+    fn z_params(
+        &self,
+        sims: &[Scored],
+        by_script: bool,
+        prior: Option<(&ScorePrior, usize)>,
+    ) -> [(f64, f64); 2] {
         // [script] -> (count, sum, sum of squares), in f64 so 10^5 terms lose nothing.
-        let mut stats = [(0usize, 0f64, 0f64); 2];
+        let mut stats = [(0f64, 0f64, 0f64); 2];
         for s in sims {
             let g = if by_script {
                 usize::from(self.slots[s.1 as usize].arabic)
@@ -780,15 +848,22 @@ impl Index {
                 0
             };
             let x = f64::from(s.0);
-            stats[g].0 += 1;
+            stats[g].0 += 1.0;
             stats[g].1 += x;
             stats[g].2 += x * x;
         }
         if !by_script {
             stats[1] = stats[0];
+        } else if let Some((p, query)) = prior {
+            for (g, st) in stats.iter_mut().enumerate() {
+                let (mu, sd) = p.cosine[query.min(1)][g];
+                st.0 += p.weight;
+                st.1 += p.weight * mu;
+                st.2 += p.weight * (sd * sd + mu * mu);
+            }
         }
         stats.map(|(n, sum, sq)| {
-            let n = n.max(1) as f64;
+            let n = if n > 0.0 { n } else { 1.0 };
             let mean = sum / n;
             let sd = (sq / n - mean * mean).max(0.0).sqrt();
             (mean, if sd > 1e-6 { sd } else { 1.0 })

@@ -656,3 +656,124 @@ fn the_hnsw_path_agrees_with_exact_search_filters_and_deletes() {
         .unwrap();
     assert_eq!(r.hits[0].chunk_id, 1500);
 }
+
+#[test]
+fn the_prior_gives_a_lone_chunk_a_z_score_and_fades_in_a_large_collection() {
+    let dim = 16;
+    let prior = ScorePrior {
+        cosine: [[(0.5, 0.1); 2]; 2],
+        weight: 10.0,
+    };
+    let q = with_cosine(1.0, 1, dim);
+    let mut index = Index::new(dim, "m");
+    assert!(index.score_prior().is_none());
+    add(
+        &mut index,
+        1,
+        "t",
+        "c",
+        "d",
+        "records",
+        &with_cosine(0.8, 1, dim),
+    );
+    // Without a prior one chunk is its own mean: z = 0, and no lead over anything.
+    let alone = index.search(&q, "", 5, &Filter::default()).unwrap();
+    assert_eq!(alone.vector_top_z, 0.0);
+    assert!((alone.vector_top_baseline - 0.8).abs() < 0.01);
+    assert_eq!(alone.vector_candidates, 1);
+    // With it: the chunk among 10 virtual chunks of mean 0.5, sd 0.1.
+    index.set_score_prior(Some(prior));
+    let r = index.search(&q, "", 5, &Filter::default()).unwrap();
+    let x = f64::from(r.vector_top[0]);
+    let mean = (x + 10.0 * 0.5) / 11.0;
+    let sd = ((x * x + 10.0 * (0.01 + 0.25)) / 11.0 - mean * mean).sqrt();
+    assert!(
+        (f64::from(r.vector_top_z) - (x - mean) / sd).abs() < 1e-4,
+        "{} vs {}",
+        r.vector_top_z,
+        (x - mean) / sd
+    );
+    assert!(r.vector_top_z > 2.0, "{}", r.vector_top_z);
+    assert!((f64::from(r.vector_top_baseline) - mean).abs() < 1e-4);
+
+    // A thousand chunks: the prior's ten virtual ones barely move the z-score.
+    let mut large = Index::new(dim, "m");
+    for i in 0..1000u64 {
+        let c = 0.3 + 0.4 * (i as f32 / 1000.0);
+        add(&mut large, i, "t", "c", "d", "x", &with_cosine(c, 2, dim));
+    }
+    add(
+        &mut large,
+        5000,
+        "t",
+        "c",
+        "d",
+        "x",
+        &with_cosine(0.95, 2, dim),
+    );
+    let plain = large.search(&q, "", 1, &Filter::default()).unwrap();
+    large.set_score_prior(Some(prior));
+    let pooled = large.search(&q, "", 1, &Filter::default()).unwrap();
+    assert_eq!(plain.hits[0].chunk_id, 5000);
+    assert_eq!(pooled.hits[0].chunk_id, 5000);
+    assert!(
+        (plain.vector_top_z - pooled.vector_top_z).abs() < 0.05,
+        "{} vs {}",
+        plain.vector_top_z,
+        pooled.vector_top_z
+    );
+}
+
+#[test]
+fn list_overlap_counts_out_of_the_chunks_a_small_collection_has() {
+    let mut index = Index::new(DIM, "m");
+    add(
+        &mut index,
+        1,
+        "t",
+        "c",
+        "d",
+        "records kept ten years",
+        &vec_at(0, 0.0),
+    );
+    add(
+        &mut index,
+        2,
+        "t",
+        "c",
+        "d",
+        "screens locked",
+        &vec_at(1, 0.0),
+    );
+    add(
+        &mut index,
+        3,
+        "t",
+        "c",
+        "d",
+        "complaints answered",
+        &vec_at(2, 0.0),
+    );
+    // Only chunk 1 matches a term: one of the three possible, not one of five.
+    let r = index
+        .search(&vec_at(0, 0.0), "records", 5, &Filter::default())
+        .unwrap();
+    assert!(
+        (r.list_overlap - 1.0 / 3.0).abs() < 1e-6,
+        "{}",
+        r.list_overlap
+    );
+}
+
+#[test]
+fn an_index_starts_without_a_prior_and_takes_the_one_it_is_given() {
+    // `index` stays below `confidence`: the host looks the committed prior up and sets it.
+    let c = &crate::confidence::CALIBRATIONS[0];
+    let host_key = format!("{}@{}", c.model_id, &c.model_sha256[..12]);
+    let mut index = Index::new(DIM, host_key.as_str());
+    assert!(index.score_prior().is_none());
+    index.set_score_prior(Some(c.score_prior));
+    assert_eq!(index.score_prior(), Some(&c.score_prior));
+    index.set_score_prior(None);
+    assert!(index.score_prior().is_none());
+}

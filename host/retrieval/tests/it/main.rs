@@ -10,3 +10,4 @@
 
 mod model;
 mod retrieval;
+mod small_collections;

@@ -42,7 +42,11 @@ fn questions_in_both_languages_find_their_paragraph_and_unanswerable_scores_lowe
     let texts: Vec<&str> = chunks.iter().map(|c| c.2.as_str()).collect();
     let vectors = model.embed_passages(&texts).unwrap();
     let key = format!("{}:{}", model.model_id(), model.sha256());
-    let mut index = Index::new(model.dims(), key);
+    let mut index = Index::new(model.dims(), key.as_str());
+    // The cosine prior the committed calibration was fitted with, as the host sets it.
+    index.set_score_prior(
+        sovereign_retrieval::confidence::calibration_for_key(&key).map(|c| c.score_prior),
+    );
     for (i, ((doc, _, text), v)) in chunks.iter().zip(&vectors).enumerate() {
         index
             .add(&ChunkInput {
