@@ -1051,3 +1051,57 @@ def test_a_small_collection_that_states_the_answer_is_confident(api, files):
                                        for x in answerable["citations"]])
     assert answerable["confidence"] >= 0.5, seen
     assert answerable["citations"][0]["confidence"] >= 0.5, seen
+
+
+# --- another embedding model, or none -----------------------------------------------------------
+
+def test_an_upstream_embedding_model_replaces_the_built_in_one(sim, team_keys, tmp_path_factory):
+    """`[documents] embedding_model` names a configured embedding model: uploads and queries are
+    embedded by that upstream (the simulator's hashed-trigram model here), records name it, the
+    built-in model is no longer listed, and confidence says it is uncalibrated (0.5)."""
+    directory = tmp_path_factory.mktemp("docs-upstream")
+    extra = harness.UNLIMITED + '\n[documents]\nembedding_model = "multilingual-e5-small"\n' \
+        'query_prefix = "query: "\npassage_prefix = "passage: "\n'
+    p = _start(sim, team_keys[1], directory, extra=extra)
+    docs = Docs(p, team_keys[0]["member"])
+    try:
+        rec = docs.ingest("policy.txt", "Customer records must be kept for ten years.\n\n"
+                          "Suspicious transactions are reported within three business days.\n".encode(),
+                          collection="upstream")
+        assert rec["model"] == "multilingual-e5-small", rec
+        r = docs.query("How long must customer records be kept?", collection="upstream")
+        assert r.status_code == 200, r.text
+        result = r.json()
+        assert result["model"] == "multilingual-e5-small"
+        assert result["citations"] and result["citations"][0]["document_id"] == rec["id"]
+        assert result["confidence"] == 0.5
+        # The upstream saw the prefixed passages and query.
+        seen = [q for q in harness.sim_requests(sim) if q.get("path", "").endswith("/embeddings")]
+        inputs = [i for q in seen for i in (q.get("body", {}).get("input") or [])]
+        assert any(i.startswith("passage: Customer records") for i in inputs), seen[:2]
+        assert any(i.startswith("query: How long") for i in inputs), seen[:2]
+        models = docs.http.get("/v1/models").json()
+        assert E5 not in {m["id"] for m in models["data"]}
+    finally:
+        docs.close()
+        p.kill()
+
+
+def test_without_the_model_uploads_and_queries_say_how_to_install_it(sim, team_keys, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("docs-nomodel")
+    config = harness.gateway_config(harness.fleet_models(sim.url), team_keys[1])
+    p = harness.start_gateway(config, directory, env={"SOVEREIGN_E5_MODEL": str(directory / "missing.bin")})
+    docs = Docs(p, team_keys[0]["member"])
+    try:
+        for r in (docs.upload("a.txt", b"Some text."), docs.query("anything")):
+            assert r.status_code == 503, r.text
+            err = r.json()["error"]
+            assert err["code"] == "retrieval_unavailable", err
+            assert "setup-models" in err["message"], err
+        # The rest of the gateway works.
+        chat = docs.http.post("/v1/chat/completions", json={
+            "model": "jais-30b-chat", "messages": [{"role": "user", "content": "hi"}]})
+        assert chat.status_code == 200, chat.text
+    finally:
+        docs.close()
+        p.kill()

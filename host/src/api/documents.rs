@@ -72,6 +72,7 @@ impl From<RagError> for ApiError {
                     .with_param("file")
             }
             RagError::Store(e) => ApiError::from(e),
+            RagError::Upstream(e) => ApiError::from(e),
             e @ (RagError::Embed(_) | RagError::Worker(_)) => {
                 tracing::error!(error = %e, "document library failure");
                 ApiError::new(
@@ -134,7 +135,7 @@ pub async fn ingest(
     let tokens = extracted.tokens;
     let (record, created) = library.add(upload, sha256, extracted).await?;
     if created {
-        record_usage(call, tokens).await;
+        record_usage(call, library.model_id(), tokens).await;
     }
     Ok((record, created))
 }
@@ -228,15 +229,16 @@ pub fn record_json(r: &DocumentRecord) -> Value {
     })
 }
 
-/// The built-in model's work, in usage (no spend: it runs on the gateway's own CPU).
-pub async fn record_usage(call: &Call, tokens: u64) {
-    call.audit.local_model(BUILTIN_MODEL, tokens);
+/// The embedding model's work for the library, in usage (no spend: the built-in model runs on the
+/// gateway's own CPU, and an upstream embedding model's cost is not charged to budgets).
+pub async fn record_usage(call: &Call, model: &str, tokens: u64) {
+    call.audit.local_model(model, tokens);
     let record = UsageRecord {
         at: SystemClock.now_ms(),
         team_id: crate::store::TeamId(call.principal.team_id.clone()),
         key_id: crate::store::KeyId(call.principal.key_id.clone()),
         actor: call.actor.clone(),
-        model: BUILTIN_MODEL.to_string(),
+        model: model.to_string(),
         tokens_in: tokens,
         tokens_out: 0,
         spend: 0,

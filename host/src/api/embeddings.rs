@@ -112,8 +112,8 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
         ));
     }
     let base64 = request.body.get("encoding_format").and_then(Value::as_str) == Some("base64");
-    let (vectors, tokens) = library.embed(texts, true).await.map_err(ApiError::from)?;
-    super::documents::record_usage(call, tokens).await;
+    let (vectors, tokens) = library.embed(texts).await.map_err(ApiError::from)?;
+    super::documents::record_usage(call, BUILTIN_MODEL, tokens).await;
     let data: Vec<Value> = vectors
         .iter()
         .enumerate()

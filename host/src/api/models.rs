@@ -79,7 +79,7 @@ fn auto_router_entry(app: &AppState) -> Value {
 /// configured model takes its id.
 fn builtin_entry(app: &AppState) -> Option<Value> {
     let library = app.0.library.as_ref()?;
-    if library.readiness().is_err() || app.0.config.model(BUILTIN_MODEL).is_some() {
+    if !library.builtin_ready() || app.0.config.model(BUILTIN_MODEL).is_some() {
         return None;
     }
     Some(json!({

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::documents::{check_collection, library, record_usage};
 use crate::pipeline::call::Call;
 use crate::pipeline::guard;
-use crate::rag::{BUILTIN_MODEL, Citation, Filters, Query, RagError};
+use crate::rag::{Citation, Filters, Query, RagError};
 use crate::server::error::ApiError;
 
 const MAX_QUERY_CHARS: usize = 8_000;
@@ -72,13 +72,13 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
 
     // 3. The search; the model's work in usage.
     let retrieved = library.search(query.clone()).await?;
-    record_usage(&call, retrieved.query_tokens).await;
+    record_usage(&call, library.model_id(), retrieved.query_tokens).await;
     let citations: Vec<Value> = retrieved.citations.iter().map(citation_json).collect();
     let mut result = json!({
         "object": "rag.result",
         "query": query.text,
         "collection": query.collection,
-        "model": BUILTIN_MODEL,
+        "model": library.model_id(),
         "confidence": round(retrieved.confidence),
         "citations": citations,
     });

@@ -323,7 +323,7 @@ pub async fn search(
             min_confidence: threshold,
         })
         .await?;
-    record_usage(&call, retrieved.query_tokens).await;
+    record_usage(&call, library.model_id(), retrieved.query_tokens).await;
     let mut data = Vec::new();
     for c in &retrieved.citations {
         let Some(record) = library.get(&call.principal.team_id, &c.document_id).await? else {

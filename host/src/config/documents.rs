@@ -17,6 +17,13 @@ pub(super) struct RawDocuments {
     /// pdfium (default: `$SOVEREIGN_PDFIUM`, else `models/pdfium/libpdfium.so`, found the same
     /// way).
     pdfium: Option<String>,
+    /// Embed with this `[[models]]` embedding model (an upstream: vLLM, TEI, Ollama…) instead of
+    /// the built-in e5 model.
+    embedding_model: Option<String>,
+    /// Prefixes the upstream model expects before queries and passages (e5: `query: `,
+    /// `passage: `).
+    query_prefix: String,
+    passage_prefix: String,
     /// Largest upload in bytes.
     max_upload_bytes: u64,
     /// Most PDF pages.
@@ -38,6 +45,9 @@ impl Default for RawDocuments {
             enabled: true,
             model: None,
             pdfium: None,
+            embedding_model: None,
+            query_prefix: String::new(),
+            passage_prefix: String::new(),
             max_upload_bytes: 50 << 20,
             max_pages: 2_000,
             extract_timeout_ms: 60_000,
@@ -55,6 +65,9 @@ pub struct DocumentsConfig {
     pub enabled: bool,
     pub model: Option<PathBuf>,
     pub pdfium: Option<PathBuf>,
+    pub embedding_model: Option<String>,
+    pub query_prefix: String,
+    pub passage_prefix: String,
     pub max_upload_bytes: u64,
     pub max_pages: u32,
     pub extract_timeout: Duration,
@@ -111,6 +124,18 @@ pub(super) fn validate(
             "must be less than chunk_tokens",
         );
     }
+    if d.embedding_model.is_some() && d.model.is_some() {
+        err(
+            "documents.embedding_model".into(),
+            "name either an upstream embedding_model or a built-in model file, not both",
+        );
+    }
+    if d.query_prefix.len() > 64 || d.passage_prefix.len() > 64 {
+        err(
+            "documents.query_prefix".into(),
+            "prefixes may have at most 64 bytes",
+        );
+    }
     if d.concurrent_ingests == 0 || d.concurrent_ingests > 64 {
         err(
             "documents.concurrent_ingests".into(),
@@ -121,6 +146,9 @@ pub(super) fn validate(
         enabled: d.enabled,
         model: d.model.map(|p| base.join(p)),
         pdfium: d.pdfium.map(|p| base.join(p)),
+        embedding_model: d.embedding_model,
+        query_prefix: d.query_prefix,
+        passage_prefix: d.passage_prefix,
         max_upload_bytes: d.max_upload_bytes,
         max_pages: d.max_pages,
         extract_timeout: Duration::from_millis(d.extract_timeout_ms),

@@ -194,6 +194,16 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         .map(|g| guardrail::validate(g, base, &mut err));
     let webhooks = webhooks::validate(raw.webhooks, &mut err);
     let documents = documents::validate(raw.documents, base, &mut err);
+    if let Some(id) = &documents.embedding_model
+        && !models
+            .iter()
+            .any(|m| &m.id.0 == id && m.kind == ModelKind::Embedding)
+    {
+        err(
+            "documents.embedding_model".into(),
+            "must name a [[models]] entry of kind \"embedding\"",
+        );
+    }
     let data_dir = base.join(&raw.data_dir);
     let journal = journal::validate(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
     // `tls` and `store`: validated here, each by its own file.

@@ -60,7 +60,7 @@ impl Library {
         upload: &Upload,
         sha256: &str,
     ) -> Result<Option<DocumentRecord>, RagError> {
-        self.model()?;
+        self.embedder()?;
         Ok(self
             .store
             .find_document(
@@ -74,7 +74,7 @@ impl Library {
 
     /// Detects the type, extracts the text in a child process and chunks it.
     pub async fn extract(&self, upload: &Upload) -> Result<Extracted, RagError> {
-        self.model()?;
+        self.embedder()?;
         let permit = self
             .ingests
             .clone()
@@ -117,14 +117,8 @@ impl Library {
         sha256: String,
         extracted: Extracted,
     ) -> Result<(DocumentRecord, bool), RagError> {
-        let model = self.model()?.clone();
         let texts = extracted.texts;
-        let (texts, vectors) = blocking(move || {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = model.embed_passages(&refs)?;
-            Ok((texts, vectors))
-        })
-        .await?;
+        let vectors = self.embedder()?.passages(texts.clone()).await?;
         let id = format!("doc_{}", uuid::Uuid::now_v7().simple());
         let chunks = texts
             .iter()

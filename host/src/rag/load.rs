@@ -1,5 +1,5 @@
-//! Opening the library at start: the model loaded (or the reason it is missing kept for the
-//! 503s), documents embedded by another model re-embedded, the index rebuilt from the store.
+//! Opening the library at start: the embedding model loaded, or the upstream one probed (or the
+//! reason it is missing kept for the 503s), documents embedded by another model re-embedded, the index rebuilt from the store.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,49 +9,53 @@ use anyhow::Context;
 use serde_json::{Map, Value};
 use sovereign_documents::{ChildConfig, ChunkConfig, Limits, default_pdfium_path};
 use sovereign_retrieval::index::vector_to_bytes;
-use sovereign_retrieval::{ChunkRow, E5Model, Index, confidence, find_model};
+use sovereign_retrieval::{ChunkRow, E5Model, Index, find_model};
 use tokio::sync::Semaphore;
 
+use super::embedder::{Embedder, UpstreamEmbedder};
 use super::{BUILTIN_MODEL, Entry, Library, RagError, blocking};
-use crate::config::DocumentsConfig;
+use crate::config::{DocumentsConfig, ModelConfig};
 use crate::facts::TokenCounter;
 use crate::store::documents::DocumentStore;
+use crate::upstream::Upstreams;
 
 impl Library {
     /// Opens the library. A missing model is not fatal (uploads and queries answer 503 saying
     /// how to install it) unless `[documents] model` names a file explicitly.
     pub async fn open(
         config: &DocumentsConfig,
+        models: &[Arc<ModelConfig>],
         store: Arc<dyn DocumentStore>,
         tokens: Arc<TokenCounter>,
     ) -> anyhow::Result<Library> {
-        let model = match config.model.clone() {
-            Some(path) => Ok(load_model(path)
-                .await
-                .context("[documents] model could not be loaded")?),
-            None => match find_model() {
-                Ok(path) => Ok(load_model(path).await?),
-                Err(e) => Err(e.to_string()),
+        let embedder = match &config.embedding_model {
+            Some(id) => upstream_embedder(config, models, id).await,
+            None => match config.model.clone() {
+                Some(path) => Ok(Embedder::Builtin(Arc::new(
+                    load_model(path)
+                        .await
+                        .context("[documents] model could not be loaded")?,
+                ))),
+                None => match find_model() {
+                    Ok(path) => Ok(Embedder::Builtin(Arc::new(load_model(path).await?))),
+                    Err(e) => Err(e.to_string()),
+                },
             },
         }
         .map(Arc::new);
-        let (model_key, dim, calibration) = match &model {
-            Ok(m) => (
-                model_key(m),
-                m.dims(),
-                confidence::calibration_for(m.model_id(), m.sha256()),
-            ),
+        let (model_key, dim, calibration) = match &embedder {
+            Ok(e) => (e.key(), e.dims(), e.calibration()),
             Err(why) => {
                 tracing::warn!("documents and retrieval are unavailable: {why}");
                 (String::new(), 0, None)
             }
         };
-        if let Ok(m) = &model
+        if let Ok(e) = &embedder
             && calibration.is_none()
         {
             tracing::warn!(
-                path = %m.path().display(),
-                "no committed confidence calibration for this model file: confidence is reported as 0.5 until it is fitted (docs/DOCUMENTS.md)"
+                model = e.id(),
+                "no committed confidence calibration for this embedding model: confidence is reported as 0.5 (docs/DOCUMENTS.md)"
             );
         }
         let documents = store.all_documents().await?;
@@ -73,17 +77,17 @@ impl Library {
                 )
             })
             .collect::<HashMap<_, _>>();
-        let index = match &model {
-            Ok(m) => {
+        let index = match &embedder {
+            Ok(e) => {
                 let stale: Vec<String> = documents
                     .iter()
                     .filter(|d| d.model != model_key)
                     .map(|d| d.id.clone())
                     .collect();
-                reembed(store.as_ref(), m.clone(), &model_key, &stale).await?;
+                reembed(store.as_ref(), e, &model_key, &stale).await?;
                 let rows = store.chunk_vectors(model_key.clone()).await?;
                 let key = model_key.clone();
-                blocking(move || {
+                let mut index = blocking(move || {
                     Index::from_rows(
                         dim,
                         key,
@@ -98,7 +102,10 @@ impl Library {
                     )
                     .map_err(|e| RagError::Worker(format!("rebuilding the index: {e}")))
                 })
-                .await?
+                .await?;
+                // The cosine prior the calibration was fitted with (small collections).
+                index.set_score_prior(calibration.map(|c| c.score_prior));
+                index
             }
             Err(_) => Index::new(1, String::new()),
         };
@@ -122,7 +129,7 @@ impl Library {
         };
         Ok(Library {
             store,
-            model,
+            embedder,
             model_key,
             calibration,
             index: Arc::new(RwLock::new(index)),
@@ -145,17 +152,48 @@ async fn load_model(path: PathBuf) -> anyhow::Result<E5Model> {
     Ok(model)
 }
 
-/// What stored vectors are tagged with: the model id and its file, so that two files of the same
-/// model (other weights, other quantisation) never mix.
-fn model_key(model: &E5Model) -> String {
-    let sha = model.sha256();
-    format!("{}@{}", model.model_id(), &sha[..sha.len().min(12)])
+/// The `[[models]]` embedding model named by `[documents] embedding_model`, probed once so its
+/// dimensions are known; a probe that fails leaves the library unavailable with the reason.
+async fn upstream_embedder(
+    config: &DocumentsConfig,
+    models: &[Arc<ModelConfig>],
+    id: &str,
+) -> Result<Embedder, String> {
+    let model = models
+        .iter()
+        .find(|m| m.id.0 == id)
+        .cloned()
+        .ok_or_else(|| format!("[documents] embedding_model `{id}` is not a configured model"))?;
+    let client = Upstreams::new(std::slice::from_ref(&model)).map_err(|e| e.to_string())?;
+    let mut upstream = UpstreamEmbedder {
+        model,
+        client,
+        query_prefix: config.query_prefix.clone(),
+        passage_prefix: config.passage_prefix.clone(),
+        dims: 0,
+    };
+    let (vectors, _) = upstream
+        .embed(&upstream.query_prefix, &["probe".to_string()])
+        .await
+        .map_err(|e| format!("the embedding model `{id}` did not answer at start: {e}"))?;
+    upstream.dims = vectors.first().map_or(0, Vec::len);
+    if upstream.dims == 0 {
+        return Err(format!(
+            "the embedding model `{id}` answered an empty vector"
+        ));
+    }
+    tracing::info!(
+        model = id,
+        dims = upstream.dims,
+        "documents embed with an upstream model"
+    );
+    Ok(Embedder::Upstream(upstream))
 }
 
 /// Re-embeds documents stored with another model's vectors, from their stored chunk text.
 async fn reembed(
     store: &dyn DocumentStore,
-    model: Arc<E5Model>,
+    embedder: &Embedder,
     model_key: &str,
     documents: &[String],
 ) -> Result<(), RagError> {
@@ -170,12 +208,7 @@ async fn reembed(
     for id in documents {
         let chunks = store.document_chunks(id.clone()).await?;
         let texts: Vec<String> = chunks.iter().map(|c| c.text.clone()).collect();
-        let model = model.clone();
-        let vectors = blocking(move || {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            Ok(model.embed_passages(&refs)?)
-        })
-        .await?;
+        let vectors = embedder.passages(texts).await?;
         let rows = chunks
             .iter()
             .zip(vectors)

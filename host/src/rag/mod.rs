@@ -8,6 +8,7 @@
 //! vector + BM25 index, confidence). The store keeps documents, chunk text and vectors; the
 //! index lives in memory and is rebuilt from the store at start.
 
+mod embedder;
 mod ingest;
 mod load;
 mod query;
@@ -18,12 +19,14 @@ use std::sync::{Arc, RwLock};
 use serde_json::{Map, Value};
 use sovereign_documents::{ChildConfig, ChunkConfig, ExtractError, Limits};
 use sovereign_retrieval::confidence::Calibration;
-use sovereign_retrieval::{E5Model, EmbedError, Index};
+use sovereign_retrieval::{EmbedError, Index};
 use tokio::sync::Semaphore;
 
 use crate::facts::TokenCounter;
 use crate::store::StoreError;
 use crate::store::documents::{DocumentRecord, DocumentStore};
+use crate::upstream::UpstreamError;
+use embedder::Embedder;
 
 pub use ingest::{Extracted, Upload};
 pub use query::{Citation, Filters, MAX_TOP_K, Query, Retrieved};
@@ -44,6 +47,9 @@ pub enum RagError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The upstream embedding model failed.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
     /// A blocking worker panicked or was cancelled.
     #[error("document worker failed: {0}")]
     Worker(String),
@@ -64,8 +70,8 @@ struct Entry {
 pub struct Library {
     store: Arc<dyn DocumentStore>,
     /// The embedding model, or why there is none (every call then answers 503 with it).
-    model: Result<Arc<E5Model>, String>,
-    /// `model id@first 12 hex of the file's sha256`: what stored vectors are tagged with.
+    embedder: Result<Arc<Embedder>, String>,
+    /// What stored vectors are tagged with (`Embedder::key`).
     model_key: String,
     calibration: Option<&'static Calibration>,
     index: Arc<RwLock<Index>>,
@@ -82,22 +88,27 @@ impl std::fmt::Debug for Library {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Library")
             .field("model_key", &self.model_key)
-            .field("ready", &self.model.is_ok())
+            .field("ready", &self.embedder.is_ok())
             .finish_non_exhaustive()
     }
 }
 
 impl Library {
-    /// The model, or 503 naming why it is missing.
-    fn model(&self) -> Result<&Arc<E5Model>, RagError> {
-        self.model
+    /// The embedding model, or 503 naming why it is missing.
+    fn embedder(&self) -> Result<&Arc<Embedder>, RagError> {
+        self.embedder
             .as_ref()
             .map_err(|why| RagError::Unavailable(why.clone()))
     }
 
     /// Whether uploads and queries can be served; if not, why.
     pub fn readiness(&self) -> Result<(), String> {
-        self.model.as_ref().map(|_| ()).map_err(Clone::clone)
+        self.embedder.as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+
+    /// Whether the built-in model is the one loaded (it then serves `/v1/embeddings` too).
+    pub fn builtin_ready(&self) -> bool {
+        matches!(self.embedder.as_deref(), Ok(Embedder::Builtin(_)))
     }
 
     /// Largest upload accepted, in bytes.
@@ -105,14 +116,14 @@ impl Library {
         self.limits.max_bytes
     }
 
-    /// The embedding model's id (`multilingual-e5-small-q4`).
-    pub fn model_id(&self) -> &'static str {
-        BUILTIN_MODEL
+    /// The embedding model's id (`multilingual-e5-small-q4`, or the upstream model's).
+    pub fn model_id(&self) -> &str {
+        self.embedder.as_ref().map_or(BUILTIN_MODEL, |e| e.id())
     }
 
     /// Dimensions of the model's vectors (0 when it is not loaded).
     pub fn dims(&self) -> usize {
-        self.model.as_ref().map_or(0, |m| m.dims())
+        self.embedder.as_ref().map_or(0, |e| e.dims())
     }
 
     /// Live chunks in the index.
@@ -238,32 +249,16 @@ impl Library {
         Ok((page, more))
     }
 
-    /// Embeds `texts` as queries (`is_query`) or passages with the built-in model, off the
-    /// runtime: what `/v1/embeddings` serves for the built-in model. Returns the vectors and
-    /// the tokens the model read.
-    pub async fn embed(
-        &self,
-        texts: Vec<String>,
-        is_query: bool,
-    ) -> Result<(Vec<Vec<f32>>, u64), RagError> {
-        let model = self.model()?.clone();
-        blocking(move || {
-            let tokens = texts
-                .iter()
-                .map(|t| model.token_count(t, is_query) as u64)
-                .sum();
-            let vectors = if is_query {
-                texts
-                    .iter()
-                    .map(|t| model.embed_query(t))
-                    .collect::<Result<Vec<_>, _>>()?
-            } else {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                model.embed_passages(&refs)?
-            };
-            Ok((vectors, tokens))
-        })
-        .await
+    /// Embeds `texts` as queries with the built-in model: what `/v1/embeddings` serves for it.
+    /// Returns the vectors and the tokens the model read.
+    pub async fn embed(&self, texts: Vec<String>) -> Result<(Vec<Vec<f32>>, u64), RagError> {
+        match self.embedder()?.as_ref() {
+            e @ Embedder::Builtin(_) => e.queries(texts).await,
+            Embedder::Upstream(u) => Err(RagError::Unavailable(format!(
+                "the built-in model is not loaded: documents embed with `{}` ([documents] embedding_model)",
+                u.model.id
+            ))),
+        }
     }
 }
 

@@ -73,7 +73,7 @@ pub struct Retrieved {
 
 impl Library {
     pub async fn search(&self, query: Query) -> Result<Retrieved, RagError> {
-        let model = self.model()?.clone();
+        let embedder = self.embedder()?.clone();
         // Filters become an allow-list of the team's documents, from the catalogue in memory.
         let allowed: Option<HashSet<String>> = (!query.filters.is_empty()).then(|| {
             let catalogue = self
@@ -105,9 +105,9 @@ impl Library {
             query.collection.clone(),
             query.top_k,
         );
-        let (results, query_tokens) = blocking(move || {
-            let vector = model.embed_query(&text)?;
-            let tokens = model.token_count(&text, true) as u64;
+        let (mut vectors, query_tokens) = embedder.queries(vec![text.clone()]).await?;
+        let vector = vectors.pop().unwrap_or_default();
+        let results = blocking(move || {
             let collections = [collection.as_str()];
             let predicate = |meta: &ChunkMeta<'_>| {
                 allowed
@@ -125,7 +125,7 @@ impl Library {
             let results = index
                 .search(&vector, &text, top_k, &filter)
                 .map_err(|e| RagError::Worker(format!("searching: {e}")))?;
-            Ok((results, tokens))
+            Ok(results)
         })
         .await?;
 
@@ -181,41 +181,12 @@ fn query_confidence(calibration: Option<&Calibration>, results: &SearchResults) 
     })
 }
 
-/// The same calibrated model applied to one citation's own evidence — its cosine, its lead over
-/// the other hits, its share of the query's BM25 ceiling and of the query's terms — with the
-/// query-level features (list overlap, best z-score) kept. The caller caps it at the query's
-/// confidence: a citation is never surer than the question is answerable.
+/// The same calibrated model applied to one citation's own evidence (`Features::for_hit`: its
+/// cosine, its z-score, its lead over the other hits, its BM25 share and matched terms), with the
+/// query-level list overlap. The caller caps it at the query's confidence: a citation is never
+/// surer than the question is answerable.
 fn hit_confidence(calibration: Option<&Calibration>, results: &SearchResults, hit: &Hit) -> f64 {
-    let Some(c) = calibration else {
-        return 0.5;
-    };
-    let best_other = results
-        .hits
-        .iter()
-        .filter(|h| h.chunk_id != hit.chunk_id)
-        .map(|h| h.vector_sim)
-        .fold(f32::NEG_INFINITY, f32::max);
-    let gap = if best_other.is_finite() {
-        (hit.vector_sim - best_other).max(0.0)
-    } else {
-        0.0
-    };
-    let bm25_norm = if results.bm25_ceiling > 0.0 {
-        (hit.bm25 / results.bm25_ceiling).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let terms = if results.query_terms > 0 {
-        f64::from(hit.terms_matched) / results.query_terms as f64
-    } else {
-        0.0
-    };
-    c.logistic.predict(&Features {
-        top1_cosine: f64::from(hit.vector_sim),
-        cosine_gap: f64::from(gap),
-        bm25_norm: f64::from(bm25_norm),
-        list_overlap: f64::from(results.list_overlap),
-        terms_matched: terms,
-        top1_z: f64::from(results.vector_top_z),
+    calibration.map_or(0.5, |c| {
+        c.logistic.predict(&Features::for_hit(results, hit))
     })
 }

@@ -147,8 +147,13 @@ impl AppState {
         .await??;
         let library = match config.documents.enabled {
             true => Some(Arc::new(
-                crate::rag::Library::open(&config.documents, documents, facts.shared_tokens())
-                    .await?,
+                crate::rag::Library::open(
+                    &config.documents,
+                    &config.models,
+                    documents,
+                    facts.shared_tokens(),
+                )
+                .await?,
             )),
             false => None,
         };

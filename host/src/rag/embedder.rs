@@ -1,0 +1,167 @@
+//! Where the library's vectors come from: the built-in multilingual e5 model, in process (the
+//! default), or an embedding model served upstream (vLLM, TEI, Ollama…) named by `[documents]
+//! embedding_model`. Ingestion and queries always use the same one; stored vectors are tagged with
+//! [`Embedder::key`], so vectors of two models never mix.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use sovereign_retrieval::E5Model;
+use sovereign_retrieval::confidence::{self, Calibration};
+
+use super::{BUILTIN_MODEL, RagError, blocking};
+use crate::config::ModelConfig;
+use crate::upstream::{Endpoint, Upstreams};
+
+/// Inputs per upstream embeddings request.
+const UPSTREAM_BATCH: usize = 64;
+
+pub enum Embedder {
+    Builtin(Arc<E5Model>),
+    Upstream(UpstreamEmbedder),
+}
+
+/// An OpenAI-compatible embeddings endpoint, with the prefixes its model expects (e5 served by
+/// TEI wants `query: ` and `passage: `).
+pub struct UpstreamEmbedder {
+    pub model: Arc<ModelConfig>,
+    pub client: Upstreams,
+    pub query_prefix: String,
+    pub passage_prefix: String,
+    /// Learnt from the probe at start.
+    pub dims: usize,
+}
+
+impl Embedder {
+    /// The model's id as clients see it.
+    pub fn id(&self) -> &str {
+        match self {
+            Embedder::Builtin(_) => BUILTIN_MODEL,
+            Embedder::Upstream(u) => &u.model.id.0,
+        }
+    }
+
+    /// What stored vectors are tagged with: the model and, for the built-in one, its weights file.
+    pub fn key(&self) -> String {
+        match self {
+            Embedder::Builtin(m) => {
+                let sha = m.sha256();
+                format!("{}@{}", m.model_id(), &sha[..sha.len().min(12)])
+            }
+            Embedder::Upstream(u) => format!("{}@upstream-{}d", u.model.id, u.dims),
+        }
+    }
+
+    pub fn dims(&self) -> usize {
+        match self {
+            Embedder::Builtin(m) => m.dims(),
+            Embedder::Upstream(u) => u.dims,
+        }
+    }
+
+    /// The committed confidence calibration for this model, if any (only the built-in model's
+    /// file has one: another model's similarities are on another scale).
+    pub fn calibration(&self) -> Option<&'static Calibration> {
+        match self {
+            Embedder::Builtin(m) => confidence::calibration_for(m.model_id(), m.sha256()),
+            Embedder::Upstream(_) => None,
+        }
+    }
+
+    /// Query vectors and the tokens the model read.
+    pub async fn queries(&self, texts: Vec<String>) -> Result<(Vec<Vec<f32>>, u64), RagError> {
+        match self {
+            Embedder::Builtin(m) => {
+                let m = Arc::clone(m);
+                blocking(move || {
+                    let tokens = texts.iter().map(|t| m.token_count(t, true) as u64).sum();
+                    let vectors = texts
+                        .iter()
+                        .map(|t| m.embed_query(t))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok((vectors, tokens))
+                })
+                .await
+            }
+            Embedder::Upstream(u) => u.embed(&u.query_prefix, &texts).await,
+        }
+    }
+
+    /// Passage vectors (document chunks).
+    pub async fn passages(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, RagError> {
+        match self {
+            Embedder::Builtin(m) => {
+                let m = Arc::clone(m);
+                blocking(move || {
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    Ok(m.embed_passages(&refs)?)
+                })
+                .await
+            }
+            Embedder::Upstream(u) => Ok(u.embed(&u.passage_prefix, &texts).await?.0),
+        }
+    }
+}
+
+impl UpstreamEmbedder {
+    /// Embeds `texts` (each prefixed) in batches; the vectors in order and the upstream's token
+    /// count (0 when it reports none).
+    pub async fn embed(
+        &self,
+        prefix: &str,
+        texts: &[String],
+    ) -> Result<(Vec<Vec<f32>>, u64), RagError> {
+        let mut vectors = Vec::with_capacity(texts.len());
+        let mut tokens = 0;
+        for batch in texts.chunks(UPSTREAM_BATCH) {
+            let input: Vec<String> = batch.iter().map(|t| format!("{prefix}{t}")).collect();
+            let body = json!({"model": self.model.upstream_model, "input": input});
+            let exchange = self
+                .client
+                .post(
+                    &self.model,
+                    Endpoint::Embeddings,
+                    Bytes::from(body.to_string()),
+                )
+                .await?;
+            let answer = self.client.read_json(&self.model, exchange).await?;
+            tokens += answer
+                .pointer("/usage/prompt_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let mut data: Vec<(u64, Vec<f32>)> = answer
+                .get("data")
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|d| {
+                            let index = d.get("index").and_then(Value::as_u64)?;
+                            let vector = d
+                                .get("embedding")?
+                                .as_array()?
+                                .iter()
+                                .map(|x| x.as_f64().map(|x| x as f32))
+                                .collect::<Option<Vec<f32>>>()?;
+                            Some((index, vector))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            data.sort_by_key(|(i, _)| *i);
+            if data.len() != batch.len()
+                || (self.dims > 0 && data.iter().any(|(_, v)| v.len() != self.dims))
+            {
+                return Err(RagError::Worker(format!(
+                    "the embedding model `{}` answered {} vectors for {} inputs (or of the wrong size)",
+                    self.model.id,
+                    data.len(),
+                    batch.len()
+                )));
+            }
+            vectors.extend(data.into_iter().map(|(_, v)| v));
+        }
+        Ok((vectors, tokens))
+    }
+}
