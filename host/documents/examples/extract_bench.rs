@@ -49,6 +49,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let bytes = built.save_to_bytes()?;
     drop(built);
+    // bench/rag_bench.py uploads the same PDF through the gateway.
+    if let Some(path) = std::env::var_os("EXTRACT_BENCH_WRITE") {
+        std::fs::write(&path, &bytes)?;
+        println!("wrote the {PAGES}-page PDF to {}", Path::new(&path).display());
+    }
     let limits = Limits::default();
 
     // Warm-up, then the measured runs.
