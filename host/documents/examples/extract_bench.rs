@@ -52,7 +52,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     // bench/rag_bench.py uploads the same PDF through the gateway.
     if let Some(path) = std::env::var_os("EXTRACT_BENCH_WRITE") {
         std::fs::write(&path, &bytes)?;
-        println!("wrote the {PAGES}-page PDF to {}", Path::new(&path).display());
+        println!(
+            "wrote the {PAGES}-page PDF to {}",
+            Path::new(&path).display()
+        );
     }
     let limits = Limits::default();
 
