@@ -89,8 +89,17 @@ impl ChatRequest {
         ] {
             optional_number(&body, name)?;
         }
-        for name in ["max_tokens", "max_completion_tokens", "n", "seed"] {
+        for name in ["max_tokens", "max_completion_tokens", "n"] {
             optional_integer(&body, name)?;
+        }
+        // `seed` is any 64-bit integer in the convention (clients send -1 for "random").
+        if let Some(v) = body.get("seed")
+            && !(v.is_null() || v.is_i64() || v.is_u64())
+        {
+            return Err(ApiError::invalid(
+                "seed",
+                "Invalid type for 'seed': expected an integer.",
+            ));
         }
         if let Some(v) = body.get("stop")
             && !(v.is_null()
@@ -296,6 +305,24 @@ mod tests {
 
     fn chat(v: Value) -> Result<ChatRequest, ApiError> {
         ChatRequest::parse(v.as_object().unwrap().clone())
+    }
+
+    #[test]
+    fn seed_is_any_64_bit_integer() {
+        for seed in [
+            json!(-1),
+            json!(0),
+            json!(i64::MIN),
+            json!(u64::MAX),
+            Value::Null,
+        ] {
+            let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "seed": seed});
+            assert!(chat(body).is_ok(), "{seed}");
+        }
+        for seed in [json!(1.5), json!("7"), json!(true)] {
+            let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "seed": seed});
+            assert_eq!(chat(body).unwrap_err().param.as_deref(), Some("seed"));
+        }
     }
 
     #[test]
