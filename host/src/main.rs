@@ -280,6 +280,7 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
                 latency_ms,
                 token_interval_ms,
                 fail: FailMode::None,
+                finish_with_last_token: false,
             };
             run_simulator(listener, behaviour, shutdown).await
         }

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import openai
+
 import httpx
 import pytest
 
@@ -59,6 +61,41 @@ def test_redacted_values_never_reach_the_upstream(guarded, keys, sim):
     sent = last_upstream_prompt(sim)
     assert "salem@example.sa" not in sent and "0501234567" not in sent and "٠٥٠١٢٣٤٥٦٧" not in sent
     assert "[EMAIL]" in sent and "[PHONE]" in sent
+
+
+def test_tool_call_arguments_and_tool_results_are_checked_too(guarded, keys, sim):
+    messages = [
+        {"role": "user", "content": "Look the customer up."},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "lookup", "arguments": json.dumps({"email": "rania@example.org"})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Customer phone: +966 50 123 4567"},
+    ]
+    r = httpx.post(f"{guarded.url}/v1/chat/completions", headers={"Authorization": f"Bearer {keys['member']}"},
+                   json={"model": "jais-30b-chat", "messages": messages}, timeout=30)
+    assert r.status_code == 200, r.text
+    sent = harness.sim_requests(sim)[-1]["body"]["messages"]
+    args = json.loads(sent[1]["tool_calls"][0]["function"]["arguments"])
+    assert args == {"email": "[EMAIL]"}, args
+    assert "4567" not in sent[2]["content"] and "[PHONE]" in sent[2]["content"], sent[2]
+    # A card number in a tool result blocks like one in a user message.
+    messages[2]["content"] = "card on file: 4111 1111 1111 1111"
+    r = httpx.post(f"{guarded.url}/v1/chat/completions", headers={"Authorization": f"Bearer {keys['member']}"},
+                   json={"model": "jais-30b-chat", "messages": messages}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "pii_detected", r.text
+
+
+def test_embedding_input_is_checked_before_it_leaves(guarded, keys, sim):
+    client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
+    client.embeddings.create(model="multilingual-e5-small",
+                             input=["write to salem@example.sa", "no personal data here"])
+    sent = harness.sim_requests(sim)[-1]["body"]["input"]
+    assert sent == ["write to [EMAIL]", "no personal data here"], sent
+    before = len(harness.sim_requests(sim))
+    with pytest.raises(openai.BadRequestError) as e:
+        client.embeddings.create(model="multilingual-e5-small", input="card 4111 1111 1111 1111")
+    assert e.value.code == "pii_detected"
+    assert len(harness.sim_requests(sim)) == before, "a blocked input never reaches the model"
 
 
 def test_a_flagged_request_is_sensitive_and_stays_local(guarded, keys):
@@ -140,6 +177,29 @@ def test_answers_are_redacted_whole_and_streamed_even_when_an_entity_is_split(gu
         assert "4567" not in streamed and "123" not in streamed and "[PHONE]" in streamed, streamed
         assert streamed.startswith("Sure, call our office on") and streamed.endswith("working hours.")
     finally:
+        sim_reply(sim, "jais-30b-chat", None)
+
+
+def test_a_redacted_stream_keeps_its_finish_reason_when_it_came_with_the_last_text(guarded, keys, sim):
+    # A TGI-style stream: the last content chunk carries finish_reason, right after the entity.
+    sim_reply(sim, "jais-30b-chat", "Call our office on +966 50 123 4567")
+    harness.sim_set(sim, "jais-30b-chat", finish_with_last_token=True)
+    try:
+        streamed, events = stream_text(guarded, keys, "how do I reach you?")
+        assert "4567" not in streamed and "[PHONE]" in streamed, streamed
+        chunks = [json.loads(e) for e in events if e.startswith("{")]
+        finishes = [c["choices"][0]["finish_reason"] for c in chunks
+                    if c.get("choices") and c["choices"][0].get("finish_reason")]
+        assert finishes == ["stop"], events
+        assert events[-1] == "[DONE]"
+        # The official SDK sees it too.
+        client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
+        stream = client.chat.completions.create(
+            model="jais-30b-chat", stream=True, messages=[{"role": "user", "content": "again?"}])
+        reasons = [c.choices[0].finish_reason for c in stream if c.choices]
+        assert reasons[-1] == "stop", reasons
+    finally:
+        harness.sim_set(sim, "jais-30b-chat")
         sim_reply(sim, "jais-30b-chat", None)
 
 

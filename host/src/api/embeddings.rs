@@ -15,7 +15,7 @@ use crate::config::ModelKind;
 use crate::metrics::Metrics;
 use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, Served, encode_body};
-use crate::pipeline::{route, spend};
+use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::rag::BUILTIN_MODEL;
 use crate::residency;
@@ -26,6 +26,10 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     // 1. The request, checked against the convention.
     let mut request = EmbeddingsRequest::parse(call.read_body(body).await?)?;
     call.identify(&request.body, request.body.get("input"));
+
+    // The guardrail's input stage on the text sent to be embedded (block 400, redact in place;
+    // token arrays carry no text the gateway can read and pass as they are).
+    guard_input(&call, &mut request.body).await?;
     if request.model == BUILTIN_MODEL && call.app.0.config.model(BUILTIN_MODEL).is_none() {
         return builtin(&call, &request).await;
     }
@@ -72,6 +76,31 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     });
     tracing::debug!(key = %call.principal.key_id, model = %model.id, "embeddings");
     Ok(route::label(response, &routed, &model))
+}
+
+/// The input stage on `input` when it is text (a string or strings).
+async fn guard_input(
+    call: &Call,
+    body: &mut serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
+    if call.app.0.guardrail.is_none() {
+        return Ok(());
+    }
+    let mut texts: Vec<String> = match body.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_owned))
+            .collect(),
+        _ => return Ok(()),
+    };
+    guard::texts(call, &mut texts).await?;
+    let input = match body.get("input") {
+        Some(Value::String(_)) => texts.pop().map(Value::String).unwrap_or_default(),
+        _ => Value::Array(texts.into_iter().map(Value::String).collect()),
+    };
+    body.insert("input".into(), input);
+    Ok(())
 }
 
 /// Most inputs in one request to the built-in model (the convention's own limit).

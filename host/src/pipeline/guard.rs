@@ -20,11 +20,20 @@ use crate::policy::guardrail::{self, Stage, Verdict};
 use crate::policy::{PolicyError, RouteFacts};
 use crate::server::error::ApiError;
 
-/// Where a checked text lives in a body: `messages[i].content` (a string) or its part `j`'s
-/// `text`; for answers, `choices[i].message.content`.
-type Slot = (usize, Option<usize>);
+/// Where a checked text lives in a request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// `messages[i].content`, a string (any role: `tool` results included).
+    Content(usize),
+    /// `messages[i].content[j].text`.
+    Part(usize, usize),
+    /// `messages[i].tool_calls[k].function.arguments` (an assistant's tool call, a JSON string;
+    /// the redaction markers keep it JSON).
+    ToolArguments(usize, usize),
+}
 
-/// Runs the input stage; returns whether the request was flagged (sensitive).
+/// Runs the input stage on a chat body (every message's text, tool-call arguments and tool
+/// results included); returns whether the request was flagged (sensitive).
 pub async fn input(call: &Call, body: &mut Map<String, Value>) -> Result<bool, ApiError> {
     let (slots, mut texts) = message_texts(body);
     if texts.is_empty() {
@@ -194,7 +203,8 @@ impl Subject<'_> {
     }
 }
 
-/// The texts of a chat body's messages, and where each came from.
+/// The texts of a chat body's messages — every role's `content` (a string, or its parts'
+/// `text`) and the `arguments` of an assistant's tool calls — and where each came from.
 fn message_texts(body: &Map<String, Value>) -> (Vec<Slot>, Vec<String>) {
     let mut slots = Vec::new();
     let mut texts = Vec::new();
@@ -202,18 +212,25 @@ fn message_texts(body: &Map<String, Value>) -> (Vec<Slot>, Vec<String>) {
     for (i, m) in messages.into_iter().flatten().enumerate() {
         match m.get("content") {
             Some(Value::String(s)) => {
-                slots.push((i, None));
+                slots.push(Slot::Content(i));
                 texts.push(s.clone());
             }
             Some(Value::Array(parts)) => {
                 for (j, p) in parts.iter().enumerate() {
                     if let Some(t) = p.get("text").and_then(Value::as_str) {
-                        slots.push((i, Some(j)));
+                        slots.push(Slot::Part(i, j));
                         texts.push(t.to_string());
                     }
                 }
             }
             _ => {}
+        }
+        let calls = m.get("tool_calls").and_then(Value::as_array);
+        for (k, call) in calls.into_iter().flatten().enumerate() {
+            if let Some(a) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                slots.push(Slot::ToolArguments(i, k));
+                texts.push(a.to_string());
+            }
         }
     }
     (slots, texts)
@@ -223,19 +240,42 @@ fn write_back(body: &mut Map<String, Value>, slots: &[Slot], texts: Vec<String>)
     let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) else {
         return;
     };
-    for (&(i, part), text) in slots.iter().zip(texts) {
-        let Some(m) = messages.get_mut(i) else {
-            continue;
+    for (slot, text) in slots.iter().zip(texts) {
+        let target = match *slot {
+            Slot::Content(i) => messages.get_mut(i).and_then(|m| m.get_mut("content")),
+            Slot::Part(i, j) => messages
+                .get_mut(i)
+                .and_then(|m| m.pointer_mut(&format!("/content/{j}/text"))),
+            Slot::ToolArguments(i, k) => messages
+                .get_mut(i)
+                .and_then(|m| m.pointer_mut(&format!("/tool_calls/{k}/function/arguments"))),
         };
-        match part {
-            None => m["content"] = Value::String(text),
-            Some(j) => {
-                if let Some(p) = m.get_mut("content").and_then(|c| c.get_mut(j)) {
-                    p["text"] = Value::String(text);
-                }
-            }
+        if let Some(t) = target {
+            *t = Value::String(text);
         }
     }
+}
+
+/// Log-probabilities name the tokens of the text they came with: a redacted chunk's would give
+/// the redacted value away, so they are dropped (`null`).
+fn drop_logprobs(chunk: &mut Value) {
+    if let Some(lp) = chunk.pointer_mut("/choices/0/logprobs") {
+        *lp = Value::Null;
+    }
+}
+
+/// A chunk whose text moved into an earlier one still matters when it ends the choice, carries
+/// other delta fields (tool calls, role) or the usage.
+fn carries_more_than_text(chunk: &Value) -> bool {
+    let choice = chunk.pointer("/choices/0");
+    choice
+        .and_then(|c| c.get("finish_reason"))
+        .is_some_and(|f| !f.is_null())
+        || choice
+            .and_then(|c| c.get("delta"))
+            .and_then(Value::as_object)
+            .is_some_and(|d| !d.is_empty())
+        || chunk.get("usage").is_some_and(|u| !u.is_null())
 }
 
 /// Bytes of a streamed answer's text held back from the client, so that an entity split across
@@ -366,15 +406,33 @@ impl StreamGuard {
         guardrail::apply(&mut texts, &verdict.redactions);
         let [redacted] = texts;
         let new_held = redacted.get(released..).unwrap_or_default().to_string();
-        // The held chunks become one, carrying the redacted text.
-        let (mut first, _) = self.held.remove(0);
+        // The redacted text goes in the first held chunk; the later ones keep everything else
+        // they carried (`finish_reason`, tool calls, usage), without their text.
+        let mut held = std::mem::take(&mut self.held).into_iter();
+        let Some((mut first, _)) = held.next() else {
+            return;
+        };
         if let Some(c) = first.pointer_mut("/choices/0/delta/content") {
             *c = Value::String(new_held.clone());
         }
-        self.held = vec![(first, new_held)];
+        drop_logprobs(&mut first);
+        self.held.push((first, new_held));
+        for (mut chunk, _) in held {
+            if let Some(delta) = chunk
+                .pointer_mut("/choices/0/delta")
+                .and_then(Value::as_object_mut)
+            {
+                delta.remove("content");
+            }
+            drop_logprobs(&mut chunk);
+            if carries_more_than_text(&chunk) {
+                self.held.push((chunk, String::new()));
+            }
+        }
     }
 
-    /// Sends the oldest held chunks while at least `keep` bytes of text stay held.
+    /// Sends the oldest held chunks while at least `keep` bytes of text stay held (chunks without
+    /// text go with the text before them).
     fn release(&mut self, keep: usize) {
         let mut total: usize = self.held.iter().map(|(_, t)| t.len()).sum();
         while let Some((_, first)) = self.held.first() {

@@ -35,6 +35,9 @@ pub struct Behaviour {
     /// Delay between two streamed tokens.
     pub token_interval_ms: u64,
     pub fail: FailMode,
+    /// Streams the way TGI does: the last content chunk carries `finish_reason` (no separate
+    /// finish chunk).
+    pub finish_with_last_token: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -252,7 +255,12 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         };
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
         events.extend(tokens.iter().map(|t| chunk(json!({"content": t}), None)));
-        events.push(chunk(json!({}), Some(finish_reason)));
+        match events.last_mut() {
+            Some(last) if behaviour.finish_with_last_token && !tokens.is_empty() => {
+                last["choices"][0]["finish_reason"] = json!(finish_reason);
+            }
+            _ => events.push(chunk(json!({}), Some(finish_reason))),
+        }
         if include_usage {
             events.push(
                 json!({"id": id, "object": "chat.completion.chunk", "created": created,
