@@ -281,6 +281,7 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
                 token_interval_ms,
                 fail: FailMode::None,
                 finish_with_last_token: false,
+                no_usage: false,
             };
             run_simulator(listener, behaviour, shutdown).await
         }

@@ -138,3 +138,28 @@ def test_other_stream_options_are_kept_when_usage_is_forced(http, sim):
     assert r.text.rstrip().endswith("data: [DONE]")
     body = sim_request_by_user(sim, marker)["body"]
     assert body["stream_options"] == {"include_usage": True, "x_keep_me": 3}
+
+
+def test_usage_is_always_answered_even_when_the_upstream_reports_none(client, sim):
+    """The gateway counts what it charges; clients (LangChain's usage_metadata, the AI SDK's
+    usage) get those counts when the upstream sent none: on a whole answer, and as the last
+    chunk of a stream that asked for it."""
+    harness.sim_set(sim, "magistral-small", no_usage=True)
+    try:
+        whole = client.chat.completions.create(
+            model="magistral-small", messages=[{"role": "user", "content": "Bonjour, ça va ?"}], seed=-1)
+        assert whole.usage is not None and whole.usage.completion_tokens > 0, whole
+        assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
+        stream = client.chat.completions.create(
+            model="magistral-small", stream=True, stream_options={"include_usage": True},
+            messages=[{"role": "user", "content": "Bonjour, ça va ?"}])
+        chunks = list(stream)
+        assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0, chunks[-1]
+        assert chunks[-1].choices == []
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+        # Without include_usage, no usage chunk.
+        plain = list(client.chat.completions.create(
+            model="magistral-small", stream=True, messages=[{"role": "user", "content": "Salut"}]))
+        assert all(c.usage is None for c in plain)
+    finally:
+        harness.sim_set(sim, "magistral-small")

@@ -35,7 +35,9 @@ use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::residency;
 use crate::server::error::ApiError;
-use crate::upstream::{Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse};
+use crate::upstream::{
+    CountUsage, Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse,
+};
 
 pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, ApiError> {
     // 1. The request as the client sent it, checked against the convention.
@@ -144,6 +146,13 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool) -> Response {
         idle_timeout: model.timeouts.stream_idle,
         deadline: exchange.deadline,
         error_body: |e| ApiError::from(e).body(),
+        count_usage: Some(CountUsage {
+            prompt_tokens: reservation.prompt_tokens(),
+            count: {
+                let tokens = call.app.0.facts.shared_tokens();
+                Box::new(move |text: &str| u64::from(tokens.count(text)))
+            },
+        }),
     };
     call.audit.stream_opened();
     let at_end = call.clone();
@@ -236,6 +245,16 @@ async fn whole_answer(call: &Call, served: Served) -> Result<Response, Response>
             call.count_tokens(&completion_text(&answer)),
         ),
     };
+    if usage.is_none() {
+        // The upstream reported none: the gateway's own count, as the convention shapes it.
+        if let Some(obj) = answer.as_object_mut() {
+            obj.insert(
+                "usage".into(),
+                serde_json::json!({"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                                   "total_tokens": tokens_in + tokens_out}),
+            );
+        }
+    }
     // Durable (group commit) before the answer leaves.
     reservation.settle(tokens_in, tokens_out).await;
     // The guardrail's output stage on the whole answer.

@@ -38,6 +38,8 @@ pub struct Behaviour {
     /// Streams the way TGI does: the last content chunk carries `finish_reason` (no separate
     /// finish chunk).
     pub finish_with_last_token: bool,
+    /// Reports no `usage` (some servers do not), streamed or not.
+    pub no_usage: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -261,7 +263,7 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
             }
             _ => events.push(chunk(json!({}), Some(finish_reason))),
         }
-        if include_usage {
+        if include_usage && !behaviour.no_usage {
             events.push(
                 json!({"id": id, "object": "chat.completion.chunk", "created": created,
                                "model": model.id, "choices": [], "usage": usage}),
@@ -275,7 +277,7 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         let cut_at = (behaviour.fail == FailMode::DropMidStream).then_some(frames.len() / 2);
         return stream_response(sim, frames, behaviour.token_interval_ms, cut_at);
     }
-    let answer = json!({
+    let mut answer = json!({
         "id": id,
         "object": "chat.completion",
         "created": created,
@@ -284,6 +286,11 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
                      "finish_reason": finish_reason, "logprobs": null}],
         "usage": usage,
     });
+    if behaviour.no_usage
+        && let Some(obj) = answer.as_object_mut()
+    {
+        obj.remove("usage");
+    }
     if behaviour.fail == FailMode::DropMidStream {
         let text = answer.to_string();
         let half = Bytes::from(text.as_bytes()[..text.len() / 2].to_vec());

@@ -19,7 +19,7 @@ use url::Url;
 
 use crate::config::{ModelConfig, ModelId};
 
-pub use sse::{RelayOptions, StreamOutcome, StreamSummary, relay_sse};
+pub use sse::{CountUsage, RelayOptions, StreamOutcome, StreamSummary, relay_sse};
 
 /// Upstream answers larger than this are refused (a non-streamed chat or embeddings response).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;

@@ -31,6 +31,14 @@ pub struct RelayOptions {
     pub deadline: Instant,
     /// Renders an error as the JSON body of an SSE error event.
     pub error_body: fn(UpstreamError) -> Value,
+    /// How to count the usage the client asked for when the upstream reports none.
+    pub count_usage: Option<CountUsage>,
+}
+
+/// The gateway's own count of a stream's tokens: the prompt's, and a counter for the text.
+pub struct CountUsage {
+    pub prompt_tokens: u64,
+    pub count: Box<dyn Fn(&str) -> u64 + Send + Sync>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +159,7 @@ impl Relay {
             self.finish(StreamOutcome::Completed);
         } else if self.saw_finish_reason {
             // Some servers end with a finish_reason but no `[DONE]`; clients expect it.
+            self.counted_usage(&mut out);
             out.extend_from_slice(b"data: [DONE]\n\n");
             self.finish(StreamOutcome::Completed);
         } else {
@@ -195,6 +204,7 @@ impl Relay {
         let data = std::mem::take(&mut self.data);
         if data == "[DONE]" {
             self.saw_done = true;
+            self.counted_usage(out);
             out.extend_from_slice(b"data: [DONE]\n\n");
             return;
         }
@@ -241,6 +251,36 @@ impl Relay {
         self.events += 1;
         out.extend_from_slice(b"data: ");
         // Serializing a Value to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &chunk);
+        out.extend_from_slice(b"\n\n");
+    }
+
+    /// The usage chunk the client asked for (`stream_options.include_usage`), counted by the
+    /// gateway, when the upstream sent none: the convention's last chunk before `[DONE]`.
+    fn counted_usage(&self, out: &mut Vec<u8>) {
+        let Some(counter) = &self.opts.count_usage else {
+            return;
+        };
+        if !self.opts.client_wants_usage || self.usage.is_some() {
+            return;
+        }
+        let completion = (counter.count)(&self.text);
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let chunk = serde_json::json!({
+            "id": self.opts.request_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": self.opts.model.0,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": counter.prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": counter.prompt_tokens + completion,
+            },
+        });
+        out.extend_from_slice(b"data: ");
         let _ = serde_json::to_writer(&mut *out, &chunk);
         out.extend_from_slice(b"\n\n");
     }
@@ -303,6 +343,10 @@ mod tests {
             request_id: "req-1".into(),
             model: ModelId("gw-model".into()),
             client_wants_usage: wants_usage,
+            count_usage: Some(CountUsage {
+                prompt_tokens: 3,
+                count: Box::new(|t| t.split_whitespace().count() as u64),
+            }),
             idle_timeout: Duration::from_secs(5),
             deadline: Instant::now() + Duration::from_secs(5),
             error_body: |e| serde_json::json!({"error": {"message": e.to_string()}}),
@@ -329,6 +373,28 @@ mod tests {
     const LAST: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
     const USAGE: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2,\"total_tokens\":9}}\n\n";
     const DONE: &str = "data: [DONE]\n\n";
+
+    #[tokio::test]
+    async fn counts_the_usage_asked_for_when_the_upstream_sends_none() {
+        let (text, s) = relay(vec![CHUNK, CHUNK, LAST, DONE], true).await;
+        let usage_at = text.find("\"usage\"").expect("a usage chunk");
+        assert!(usage_at < text.find("[DONE]").unwrap_or(0), "{text}");
+        assert!(
+            text.contains(
+                "\"usage\":{\"completion_tokens\":2,\"prompt_tokens\":3,\"total_tokens\":5}"
+            ) || text.contains("\"prompt_tokens\":3"),
+            "{text}"
+        );
+        assert_eq!(
+            s.usage, None,
+            "the summary still says the upstream reported none"
+        );
+        // Not asked for: none is added; reported by the upstream: not added twice.
+        let (text, _) = relay(vec![CHUNK, LAST, DONE], false).await;
+        assert!(!text.contains("usage"), "{text}");
+        let (text, _) = relay(vec![CHUNK, LAST, USAGE, DONE], true).await;
+        assert_eq!(text.matches("\"usage\"").count(), 1, "{text}");
+    }
 
     #[tokio::test]
     async fn readdresses_events_and_hides_usage_not_asked_for() {
