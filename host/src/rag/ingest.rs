@@ -14,7 +14,7 @@ use sovereign_retrieval::ChunkInput;
 use sovereign_retrieval::index::vector_to_bytes;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::{Entry, Library, RagError, blocking};
+use super::{Entry, Library, RagError, blocking, write};
 use crate::store::TeamId;
 use crate::store::documents::{DocumentRecord, Inserted, NewChunk, NewDocument};
 
@@ -152,10 +152,7 @@ impl Library {
             Inserted::New { record, chunk_ids } => (record, chunk_ids),
         };
         {
-            let mut index = self
-                .index
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut index = write(&self.index);
             for ((chunk_id, text), vector) in chunk_ids.iter().zip(&texts).zip(&vectors) {
                 index
                     .add(&ChunkInput {
@@ -169,20 +166,17 @@ impl Library {
                     .map_err(|e| RagError::Worker(format!("indexing: {e}")))?;
             }
         }
-        self.catalogue
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(
-                record.id.clone(),
-                Arc::new(Entry {
-                    team_id: upload.team_id,
-                    collection: upload.collection,
-                    filename: upload.filename,
-                    bytes: upload.bytes.len() as u64,
-                    file_id: upload.file_id,
-                    metadata: upload.metadata,
-                }),
-            );
+        write(&self.catalogue).insert(
+            record.id.clone(),
+            Arc::new(Entry {
+                team_id: upload.team_id,
+                collection: upload.collection,
+                filename: upload.filename,
+                bytes: upload.bytes.len() as u64,
+                file_id: upload.file_id,
+                metadata: upload.metadata,
+            }),
+        );
         Ok((record, true))
     }
 }

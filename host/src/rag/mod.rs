@@ -128,10 +128,7 @@ impl Library {
 
     /// Live chunks in the index.
     pub fn chunk_count(&self) -> usize {
-        self.index
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        read(&self.index).len()
     }
 
     /// The team's document `id`.
@@ -154,14 +151,8 @@ impl Library {
         {
             return Ok(false);
         }
-        self.index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .delete_document(id);
-        self.catalogue
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(id);
+        write(&self.index).delete_document(id);
+        write(&self.catalogue).remove(id);
         Ok(self.store.delete_document(team_id, id.to_string()).await?)
     }
 
@@ -172,10 +163,7 @@ impl Library {
 
     /// Documents and their bytes in the team's collection.
     pub fn collection_stats(&self, team: &str, collection: &str) -> (u64, u64) {
-        let catalogue = self
-            .catalogue
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let catalogue = read(&self.catalogue);
         catalogue
             .values()
             .filter(|e| e.team_id == team && e.collection == collection)
@@ -190,10 +178,7 @@ impl Library {
         collection: Option<&str>,
         file_id: &str,
     ) -> Vec<String> {
-        let catalogue = self
-            .catalogue
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let catalogue = read(&self.catalogue);
         catalogue
             .iter()
             .filter(|(_, e)| {
@@ -208,19 +193,13 @@ impl Library {
     /// Takes every document of the team's collection out of retrieval (a vector store being
     /// deleted; the store deletes the rows).
     pub fn forget_collection(&self, team: &str, collection: &str) {
-        let mut catalogue = self
-            .catalogue
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut catalogue = write(&self.catalogue);
         let ids: Vec<String> = catalogue
             .iter()
             .filter(|(_, e)| e.team_id == team && e.collection == collection)
             .map(|(id, _)| id.clone())
             .collect();
-        let mut index = self
-            .index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut index = write(&self.index);
         for id in ids {
             index.delete_document(&id);
             catalogue.remove(&id);
@@ -260,6 +239,18 @@ impl Library {
             ))),
         }
     }
+}
+
+/// The lock's contents; a panic while it was held left them consistent (every change is one
+/// call that either finished or did nothing), so poisoning is ignored.
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs CPU-bound or blocking work (extraction, embedding, index search) on the blocking pool.

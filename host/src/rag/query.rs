@@ -10,7 +10,7 @@ use sovereign_retrieval::confidence::{Calibration, Features};
 use sovereign_retrieval::index::ChunkMeta;
 use sovereign_retrieval::{Filter, Hit, SearchResults};
 
-use super::{Library, RagError, blocking};
+use super::{Library, RagError, blocking, read};
 
 /// Most citations a query may ask for.
 pub const MAX_TOP_K: usize = 50;
@@ -76,10 +76,7 @@ impl Library {
         let embedder = self.embedder()?.clone();
         // Filters become an allow-list of the team's documents, from the catalogue in memory.
         let allowed: Option<HashSet<String>> = (!query.filters.is_empty()).then(|| {
-            let catalogue = self
-                .catalogue
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let catalogue = read(&self.catalogue);
             catalogue
                 .iter()
                 .filter(|(id, e)| {
@@ -119,9 +116,7 @@ impl Library {
                 collections: Some(&collections),
                 predicate: Some(&predicate),
             };
-            let index = index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let index = read(&index);
             let results = index
                 .search(&vector, &text, top_k, &filter)
                 .map_err(|e| RagError::Worker(format!("searching: {e}")))?;
@@ -138,10 +133,7 @@ impl Library {
             .into_iter()
             .map(|c| (c.id, c))
             .collect();
-        let catalogue = self
-            .catalogue
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let catalogue = read(&self.catalogue);
         let citations = results
             .hits
             .iter()
