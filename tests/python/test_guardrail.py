@@ -85,6 +85,22 @@ def test_tool_call_arguments_and_tool_results_are_checked_too(guarded, keys, sim
     assert r.status_code == 400 and r.json()["error"]["code"] == "pii_detected", r.text
 
 
+def test_tool_call_arguments_the_model_writes_are_checked_on_the_way_out(guarded, keys, sim):
+    # The simulator answers a request that offers tools with a call whose arguments carry its text.
+    sim_reply(sim, "jais-30b-chat", "Reach Salem on +966 50 123 4567 today")
+    try:
+        client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
+        answer = client.chat.completions.create(
+            model="jais-30b-chat", messages=[{"role": "user", "content": "Who should I call?"}],
+            tools=[{"type": "function", "function": {"name": "dial", "parameters": {"type": "object"}}}])
+        call = answer.choices[0].message.tool_calls[0]
+        assert answer.choices[0].finish_reason == "tool_calls"
+        args = json.loads(call.function.arguments)
+        assert "4567" not in args["text"] and "[PHONE]" in args["text"], args
+    finally:
+        sim_reply(sim, "jais-30b-chat", None)
+
+
 def test_embedding_input_is_checked_before_it_leaves(guarded, keys, sim):
     client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
     client.embeddings.create(model="multilingual-e5-small",

@@ -5,8 +5,9 @@
 //!   entity kinds (never the values); `redact` → the spans replaced in the body before anything
 //!   else reads it; `flag` → the request is sensitive (local models only). Blocks and redactions
 //!   emit a `guardrail.violation` event.
-//! - **output**, on a whole (non-streamed) answer before it is returned: `block` → 400 with code
-//!   `pii_in_output` (the answer is withheld), `redact` → the answer's text redacted.
+//! - **output**, on a whole (non-streamed) answer before it is returned (its text and the
+//!   arguments of the tool calls the model wrote): `block` → 400 with code `pii_in_output` (the
+//!   answer is withheld), `redact` → the answer's text and arguments redacted.
 //!
 //! - **texts**: the input stage on plain texts (document chunks at upload, retrieval queries).
 //!
@@ -62,12 +63,20 @@ pub async fn output(call: &Call, answer: &mut Value) -> Result<(), ApiError> {
     let Some(choices) = answer.get_mut("choices").and_then(Value::as_array_mut) else {
         return Ok(());
     };
-    let mut slots = Vec::new();
+    // Every choice's text and the arguments of the tool calls the model wrote.
+    let mut places = Vec::new();
     let mut texts = Vec::new();
     for (i, c) in choices.iter().enumerate() {
         if let Some(t) = c.pointer("/message/content").and_then(Value::as_str) {
-            slots.push(i);
+            places.push(format!("/{i}/message/content"));
             texts.push(t.to_string());
+        }
+        let calls = c.pointer("/message/tool_calls").and_then(Value::as_array);
+        for (k, tc) in calls.into_iter().flatten().enumerate() {
+            if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
+                places.push(format!("/{i}/message/tool_calls/{k}/function/arguments"));
+                texts.push(a.to_string());
+            }
         }
     }
     if texts.is_empty() {
@@ -82,10 +91,14 @@ pub async fn output(call: &Call, answer: &mut Value) -> Result<(), ApiError> {
     }
     if !verdict.redactions.is_empty() {
         guardrail::apply(&mut texts, &verdict.redactions);
-        for (i, t) in slots.into_iter().zip(texts) {
-            if let Some(c) = choices.get_mut(i).and_then(|c| c.get_mut("message")) {
-                c["content"] = Value::String(t);
+        let mut choices = Value::Array(std::mem::take(choices));
+        for (place, t) in places.iter().zip(texts) {
+            if let Some(v) = choices.pointer_mut(place) {
+                *v = Value::String(t);
             }
+        }
+        if let Some(obj) = answer.as_object_mut() {
+            obj.insert("choices".into(), choices);
         }
         who.violation(&verdict.redacted_entities(), "redacted");
     }

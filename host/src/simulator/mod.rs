@@ -246,6 +246,12 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
     });
     let id = format!("sim-{}", sim.0.total_requests.load(Ordering::Relaxed));
     let created = unix_now();
+    // Offered tools (and not answering a tool's result): a call of the first tool, whose
+    // arguments carry the answer's text.
+    let tool_call = tool_call(&body, &messages, &tokens.concat());
+    if tool_call.is_some() {
+        finish_reason = "tool_calls";
+    }
     if body.get("stream").and_then(Value::as_bool) == Some(true) {
         let include_usage = body
             .pointer("/stream_options/include_usage")
@@ -256,7 +262,14 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
                    "model": model.id, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
         };
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-        events.extend(tokens.iter().map(|t| chunk(json!({"content": t}), None)));
+        match &tool_call {
+            Some(call) => {
+                let mut delta = call.clone();
+                delta["index"] = json!(0);
+                events.push(chunk(json!({"tool_calls": [delta]}), None));
+            }
+            None => events.extend(tokens.iter().map(|t| chunk(json!({"content": t}), None))),
+        }
         match events.last_mut() {
             Some(last) if behaviour.finish_with_last_token && !tokens.is_empty() => {
                 last["choices"][0]["finish_reason"] = json!(finish_reason);
@@ -286,6 +299,10 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
                      "finish_reason": finish_reason, "logprobs": null}],
         "usage": usage,
     });
+    if let Some(call) = tool_call {
+        answer["choices"][0]["message"] =
+            json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    }
     if behaviour.no_usage
         && let Some(obj) = answer.as_object_mut()
     {
@@ -297,6 +314,26 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         return stream_response(sim, vec![half, Bytes::new()], 0, Some(1));
     }
     Json(answer).into_response()
+}
+
+/// The tool call a simulated model answers with when the request offers tools and the last message
+/// is not a tool's result: the first tool, arguments `{"text": <the answer's text>}`.
+fn tool_call(body: &Value, messages: &[Value], text: &str) -> Option<Value> {
+    let name = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .and_then(|t| t.first())
+        .and_then(|t| t.pointer("/function/name"))
+        .and_then(Value::as_str)?;
+    let answering_a_tool = messages
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        == Some("tool");
+    (!answering_a_tool).then(|| {
+        json!({"id": "call_sim_1", "type": "function",
+               "function": {"name": name, "arguments": json!({"text": text}).to_string()}})
+    })
 }
 
 /// Counts a stream as active until it is dropped; completed or cancelled by then.
