@@ -114,6 +114,25 @@ def test_embedding_input_is_checked_before_it_leaves(guarded, keys, sim):
     assert len(harness.sim_requests(sim)) == before, "a blocked input never reaches the model"
 
 
+def test_token_array_embedding_input_is_decoded_and_checked(guarded, keys, sim):
+    """LangChain's OpenAIEmbeddings sends cl100k_base token arrays by default: they are decoded
+    and checked; tokens cannot be redacted, so personal data in them is refused."""
+    client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
+    before = len(harness.sim_requests(sim))
+    # cl100k_base ids (tiktoken-rs; the Python tiktoken fetches its tables at run time):
+    # "pay with card 4111 1111 1111 1111" (blocked) and "mail salem@example.sa the report"
+    # (redacted, which tokens cannot be).
+    card = [14214, 449, 3786, 220, 17337, 16, 220, 5037, 16, 220, 5037, 16, 220, 5037, 16]
+    mail = [3796, 829, 3516, 36587, 54762, 279, 1934]
+    for tokens in [card, mail]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.embeddings.create(model="multilingual-e5-small", input=[tokens])
+        assert e.value.code == "pii_detected", e.value.body
+    assert len(harness.sim_requests(sim)) == before
+    ok = client.embeddings.create(model="multilingual-e5-small", input=[[1820, 51534, 1934]])
+    assert len(ok.data) == 1
+
+
 def test_a_flagged_request_is_sensitive_and_stays_local(guarded, keys):
     # A Saudi national id (flag): the rules would send this to a cloud model.
     r = chat(guarded, keys, "my national id is 1712345675, what documents do I need?")

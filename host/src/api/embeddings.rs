@@ -27,9 +27,10 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     let mut request = EmbeddingsRequest::parse(call.read_body(body).await?)?;
     call.identify(&request.body, request.body.get("input"));
 
-    // The guardrail's input stage on the text sent to be embedded (block 400, redact in place;
-    // token arrays carry no text the gateway can read and pass as they are).
-    guard_input(&call, &mut request.body).await?;
+    // The guardrail's input stage on what is sent to be embedded (block 400, redact text in
+    // place, token arrays decoded and checked; flagged → local models only). The built-in model
+    // runs on this machine.
+    let flagged = guard_input(&call, &mut request.body).await?;
     if request.model == BUILTIN_MODEL && call.app.0.config.model(BUILTIN_MODEL).is_none() {
         return builtin(&call, &request).await;
     }
@@ -41,11 +42,12 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
         key_id: call.principal.key_id.clone(),
         ..RouteFacts::default()
     };
-    let sensitive = call
-        .headers
-        .get(crate::facts::CLASSIFICATION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| residency::is_sensitive_label(&v.trim().to_ascii_lowercase()));
+    let sensitive = flagged
+        || call
+            .headers
+            .get(crate::facts::CLASSIFICATION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| residency::is_sensitive_label(&v.trim().to_ascii_lowercase()));
     let routed = route::route(&call, ModelKind::Embedding, &facts, sensitive).await?;
 
     // 3. Budget: the input's tokens.
@@ -78,29 +80,67 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     Ok(route::label(response, &routed, &model))
 }
 
-/// The input stage on `input` when it is text (a string or strings).
+/// The input stage on `input`: text is checked and redacted in place; token arrays are decoded
+/// (`TokenCounter::decodings`) and checked, and since tokens cannot be redacted faithfully, one
+/// that holds anything to block *or redact* is refused (400, asking for text). Returns whether
+/// the input was flagged (sensitive).
 async fn guard_input(
     call: &Call,
     body: &mut serde_json::Map<String, Value>,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     if call.app.0.guardrail.is_none() {
-        return Ok(());
+        return Ok(false);
     }
-    let mut texts: Vec<String> = match body.get("input") {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+    let strings: Option<Vec<String>> = match body.get("input") {
+        Some(Value::String(s)) => Some(vec![s.clone()]),
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    };
+    if let Some(mut texts) = strings {
+        let flagged = guard::texts(call, &mut texts).await?;
+        let input = match body.get("input") {
+            Some(Value::String(_)) => texts.pop().map(Value::String).unwrap_or_default(),
+            _ => Value::Array(texts.into_iter().map(Value::String).collect()),
+        };
+        body.insert("input".into(), input);
+        return Ok(flagged);
+    }
+    // Token arrays: one array, or an array of them.
+    let arrays: Vec<Vec<u32>> = match body.get("input") {
+        Some(Value::Array(items)) if items.iter().all(Value::is_u64) => vec![token_ids(items)],
+        Some(Value::Array(items)) => items
             .iter()
-            .filter_map(|i| i.as_str().map(str::to_owned))
+            .filter_map(Value::as_array)
+            .map(|a| token_ids(a))
             .collect(),
-        _ => return Ok(()),
+        _ => Vec::new(),
     };
-    guard::texts(call, &mut texts).await?;
-    let input = match body.get("input") {
-        Some(Value::String(_)) => texts.pop().map(Value::String).unwrap_or_default(),
-        _ => Value::Array(texts.into_iter().map(Value::String).collect()),
-    };
-    body.insert("input".into(), input);
-    Ok(())
+    let tokens = call.app.0.facts.tokens();
+    let decoded: Vec<String> = arrays.iter().flat_map(|a| tokens.decodings(a)).collect();
+    let mut checked = decoded.clone();
+    let flagged = guard::texts(call, &mut checked).await?;
+    if checked != decoded {
+        call.audit.blocked();
+        return Err(ApiError::invalid(
+            "input",
+            "The token input holds personal data this gateway redacts, and tokens cannot be \
+             redacted: send the input as text.",
+        )
+        .with_code("pii_detected"));
+    }
+    Ok(flagged)
+}
+
+fn token_ids(items: &[Value]) -> Vec<u32> {
+    items
+        .iter()
+        .filter_map(|t| t.as_u64().and_then(|t| u32::try_from(t).ok()))
+        .collect()
 }
 
 /// Most inputs in one request to the built-in model (the convention's own limit).

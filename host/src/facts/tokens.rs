@@ -46,6 +46,23 @@ impl TokenCounter {
         u32::try_from(self.bpe.encode_ordinary(text).len()).unwrap_or(u32::MAX)
     }
 
+    /// The texts a token array may stand for, to check what it says: decoded with o200k_base
+    /// (this gateway's tokenizer) and with cl100k_base (what OpenAI-style clients such as
+    /// LangChain use for a model they do not know). A tokenizer that does not know one of the ids
+    /// gives no decoding; bytes that are not UTF-8 are replaced.
+    pub fn decodings(&self, tokens: &[u32]) -> Vec<String> {
+        [
+            self.bpe.decode_bytes(tokens).ok(),
+            tiktoken_rs::cl100k_base_singleton()
+                .decode_bytes(tokens)
+                .ok(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect()
+    }
+
     /// The prompt's tokens for a validated `messages` array: per message
     /// [`TOKENS_PER_MESSAGE`] + role + content (a string, or the `text` of its text parts) +
     /// `name` ([`TOKENS_PER_NAME`] extra) + assistant `tool_calls` (function names and
@@ -103,6 +120,21 @@ mod tests {
     use std::sync::LazyLock;
 
     static COUNTER: LazyLock<TokenCounter> = LazyLock::new(|| TokenCounter::new().unwrap());
+
+    #[test]
+    fn token_arrays_are_read_back_in_either_tokenizer() {
+        let tokens = TokenCounter::new().unwrap();
+        let text = "pay with card 4111 1111 1111 1111";
+        let cl100k: Vec<u32> = tiktoken_rs::cl100k_base_singleton()
+            .encode_ordinary(text)
+            .into_iter()
+            .collect();
+        let o200k: Vec<u32> = tokens.bpe.encode_ordinary(text).into_iter().collect();
+        assert!(tokens.decodings(&cl100k).iter().any(|d| d == text));
+        assert!(tokens.decodings(&o200k).iter().any(|d| d == text));
+        // An id neither tokenizer has: nothing to read.
+        assert!(tokens.decodings(&[u32::MAX]).is_empty());
+    }
 
     #[test]
     fn known_strings() {
