@@ -163,3 +163,26 @@ def test_usage_is_always_answered_even_when_the_upstream_reports_none(client, si
         assert all(c.usage is None for c in plain)
     finally:
         harness.sim_set(sim, "magistral-small")
+
+
+def test_structured_output_through_the_sdk_parse_helper(client):
+    """The simulated fleet honours json_schema with a valid instance, so the SDK's `parse`
+    helper (and the gateway's path for it) is tested without a real model."""
+    from pydantic import BaseModel
+
+    class Retention(BaseModel):
+        record: str
+        years: int
+        mandatory: bool
+        branches: list[str]
+
+    parsed = client.chat.completions.parse(
+        model="jais-30b-chat", response_format=Retention,
+        messages=[{"role": "user", "content": "How long are customer records kept?"}])
+    value = parsed.choices[0].message.parsed
+    assert isinstance(value, Retention) and value.years >= 1 and value.branches, value
+    plain = client.chat.completions.create(
+        model="jais-30b-chat", response_format={"type": "json_object"},
+        messages=[{"role": "user", "content": "Answer in JSON"}])
+    import json as _json
+    assert "answer" in _json.loads(plain.choices[0].message.content)

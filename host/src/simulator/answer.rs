@@ -7,6 +7,82 @@ use sha2::{Digest, Sha256};
 
 use super::fleet::{EMBEDDING_DIMENSIONS, SimModel};
 
+/// The answer a request for structured output gets: `response_format` `json_schema` → a valid
+/// instance of the schema (every property present, the first `enum`/`anyOf` choice, strings set to
+/// the answer's text); `json_object` → `{"answer": text}`. `None` for plain text.
+pub fn structured(body: &Value, text: &str) -> Option<String> {
+    let format = body.get("response_format")?;
+    match format.get("type").and_then(Value::as_str)? {
+        "json_schema" => {
+            let schema = format.pointer("/json_schema/schema")?;
+            Some(instance(schema, text, 0).to_string())
+        }
+        "json_object" => Some(serde_json::json!({ "answer": text }).to_string()),
+        _ => None,
+    }
+}
+
+/// A deterministic instance of a JSON schema (the subset structured output uses).
+fn instance(schema: &Value, text: &str, depth: usize) -> Value {
+    use serde_json::json;
+    if depth > 16 {
+        return Value::Null;
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    if let Some(c) = schema.get("const") {
+        return c.clone();
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(first) = schema
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+        {
+            return instance(first, text, depth + 1);
+        }
+    }
+    let kind = match schema.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        // `["string", "null"]`: the first type.
+        Some(Value::Array(types)) => types.first().and_then(Value::as_str).unwrap_or("null"),
+        _ if schema.get("properties").is_some() => "object",
+        _ => "null",
+    };
+    match kind {
+        "object" => {
+            let mut out = serde_json::Map::new();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (name, sub) in props {
+                    out.insert(name.clone(), instance(sub, text, depth + 1));
+                }
+            }
+            Value::Object(out)
+        }
+        "array" => {
+            let min = schema
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
+            let item = schema
+                .get("items")
+                .map_or(Value::Null, |i| instance(i, text, depth + 1));
+            Value::Array(vec![item; usize::try_from(min.min(8)).unwrap_or(1)])
+        }
+        "string" => json!(text),
+        "integer" => schema.get("minimum").cloned().unwrap_or(json!(1)),
+        "number" => schema.get("minimum").cloned().unwrap_or(json!(1.5)),
+        "boolean" => json!(true),
+        _ => Value::Null,
+    }
+}
+
 /// The answer's tokens: words, each but the first led by its space, so they concatenate back.
 pub fn answer_tokens(model: &SimModel, messages: &[Value]) -> Vec<String> {
     let question = last_user_text(messages);
@@ -112,6 +188,24 @@ mod tests {
         assert!(text.starts_with("مرحباً"), "{text}");
         assert!(text.contains("jais-30b-chat") && text.contains("عاصمة فرنسا"));
         assert_eq!(tokens, answer_tokens(jais, &msgs), "deterministic");
+    }
+
+    #[test]
+    fn structured_output_is_an_instance_of_the_schema() {
+        let body = serde_json::json!({"response_format": {"type": "json_schema", "json_schema": {
+            "name": "x", "schema": {"type": "object", "properties": {
+                "kind": {"enum": ["a", "b"]},
+                "n": {"type": "integer", "minimum": 3},
+                "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+                "inner": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}}}});
+        let v: Value = serde_json::from_str(&structured(&body, "hi").unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind": "a", "n": 3, "maybe": "hi", "tags": ["hi", "hi"],
+                               "inner": {"ok": true}})
+        );
+        assert_eq!(structured(&serde_json::json!({}), "hi"), None);
     }
 
     #[test]

@@ -228,6 +228,11 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         Some(text) => answer::split(&text),
         None => answer::answer_tokens(&model, &messages),
     };
+    // Structured output: a valid instance of the requested schema (or a JSON object) whose
+    // strings carry the answer's text.
+    if let Some(json) = answer::structured(&body, &tokens.concat()) {
+        tokens = answer::split(&json);
+    }
     let max = body
         .get("max_completion_tokens")
         .or_else(|| body.get("max_tokens"))
