@@ -186,3 +186,16 @@ def test_structured_output_through_the_sdk_parse_helper(client):
         messages=[{"role": "user", "content": "Answer in JSON"}])
     import json as _json
     assert "answer" in _json.loads(plain.choices[0].message.content)
+
+
+def test_a_tool_loop_runs_against_the_simulated_fleet(client):
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "What is the branch code?"}]
+    first = client.chat.completions.create(model="qwen2.5-coder-32b", messages=messages, tools=tools)
+    call = first.choices[0].message.tool_calls[0]
+    assert first.choices[0].finish_reason == "tool_calls" and call.function.name == "lookup"
+    messages += [first.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "branch code RUH-042"}]
+    second = client.chat.completions.create(model="qwen2.5-coder-32b", messages=messages, tools=tools)
+    assert second.choices[0].finish_reason == "stop"
+    assert "RUH-042" in second.choices[0].message.content

@@ -85,7 +85,11 @@ fn instance(schema: &Value, text: &str, depth: usize) -> Value {
 
 /// The answer's tokens: words, each but the first led by its space, so they concatenate back.
 pub fn answer_tokens(model: &SimModel, messages: &[Value]) -> Vec<String> {
-    let question = last_user_text(messages);
+    // After a tool's result, the answer echoes that result (a tool loop can be followed).
+    let question = match messages.last() {
+        Some(m) if m.get("role").and_then(Value::as_str) == Some("tool") => content_text(m),
+        _ => last_user_text(messages),
+    };
     let snippet: String = question.chars().take(80).collect();
     let text = match model.speaks {
         "ar" => format!(
