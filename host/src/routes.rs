@@ -9,7 +9,9 @@ use axum::routing::{delete, get, post};
 use http::StatusCode;
 
 use crate::admin::{journal, keys, policies, shapers, teams, usage, webhooks};
-use crate::api::{activity, chat, documents, embeddings, files, models, rag, vector_stores};
+use crate::api::{
+    activity, chat, completions, documents, embeddings, files, models, rag, vector_stores,
+};
 use crate::config::Role;
 use crate::pipeline::{admission, audit, context, events};
 use crate::server::error::ApiError;
@@ -34,6 +36,7 @@ pub fn router(state: AppState) -> Router {
     // Route groups by who may call them (admin may call everything).
     let inference = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/completions", post(completions::completions))
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/documents/upload", post(documents::upload))
         .route("/v1/documents/{id}", delete(documents::delete))

@@ -31,6 +31,7 @@ use crate::metrics::Metrics;
 use crate::pipeline::call::Call;
 use crate::pipeline::events::completed;
 use crate::pipeline::fallback::{self, Served, encode_body};
+use crate::pipeline::guard::Shape;
 use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::residency;
@@ -112,9 +113,12 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
     let (model, answered) = match served {
         Ok(served) if stream => (
             served.model.clone(),
-            Ok(stream_answer(&call, served, wants_usage)),
+            Ok(stream_answer(&call, served, wants_usage, Shape::Chat)),
         ),
-        Ok(served) => (served.model.clone(), whole_answer(&call, served).await),
+        Ok(served) => (
+            served.model.clone(),
+            whole_answer(&call, served, Shape::Chat).await,
+        ),
         Err(not_served) => (not_served.model().clone(), Err(not_served.into_response())),
     };
     let response = answered.unwrap_or_else(|failed| {
@@ -130,7 +134,12 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
 /// Relays the serving model's stream event by event (through the guardrail's output stage when
 /// one is configured); when it ends, however it ended, the reservation settles, the breaker
 /// hears the outcome and `request.completed` goes out.
-fn stream_answer(call: &Call, served: Served, wants_usage: bool) -> Response {
+pub(super) fn stream_answer(
+    call: &Call,
+    served: Served,
+    wants_usage: bool,
+    shape: Shape,
+) -> Response {
     let Served {
         model,
         exchange,
@@ -192,7 +201,7 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool) -> Response {
     });
     // The guardrail's output stage on the stream (hold-back window), when one is configured.
     let body = if call.app.0.guardrail.is_some() {
-        Body::from_stream(guard::output_stream(call.clone(), stream))
+        Body::from_stream(guard::output_stream(call.clone(), shape, stream))
     } else {
         Body::from_stream(stream)
     };
@@ -209,7 +218,11 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool) -> Response {
 
 /// Reads the serving model's whole answer within its deadline, re-addresses it, settles the
 /// reservation (durably, before the answer leaves) and runs the guardrail's output stage.
-async fn whole_answer(call: &Call, served: Served) -> Result<Response, Response> {
+pub(super) async fn whole_answer(
+    call: &Call,
+    served: Served,
+    shape: Shape,
+) -> Result<Response, Response> {
     let Served {
         model,
         exchange,
@@ -242,7 +255,7 @@ async fn whole_answer(call: &Call, served: Served) -> Result<Response, Response>
         Some(u) => (u.prompt_tokens, u.completion_tokens),
         None => (
             reservation.prompt_tokens(),
-            call.count_tokens(&completion_text(&answer)),
+            call.count_tokens(&completion_text(&answer, shape)),
         ),
     };
     if usage.is_none() {
@@ -258,7 +271,7 @@ async fn whole_answer(call: &Call, served: Served) -> Result<Response, Response>
     // Durable (group commit) before the answer leaves.
     reservation.settle(tokens_in, tokens_out).await;
     // The guardrail's output stage on the whole answer.
-    guard::output(call, &mut answer)
+    guard::output(call, &mut answer, shape)
         .await
         .map_err(IntoResponse::into_response)?;
     call.audit.usage(usage, true);
@@ -268,7 +281,7 @@ async fn whole_answer(call: &Call, served: Served) -> Result<Response, Response>
 }
 
 /// The text of every choice of a non-streamed answer (to count when usage is missing).
-fn completion_text(answer: &Value) -> String {
+fn completion_text(answer: &Value, shape: Shape) -> String {
     let mut text = String::new();
     for c in answer
         .get("choices")
@@ -276,7 +289,11 @@ fn completion_text(answer: &Value) -> String {
         .into_iter()
         .flatten()
     {
-        if let Some(t) = c.pointer("/message/content").and_then(Value::as_str) {
+        let at = match shape {
+            Shape::Chat => "/message/content",
+            Shape::Completion => "/text",
+        };
+        if let Some(t) = c.pointer(at).and_then(Value::as_str) {
             text.push_str(t);
         }
     }
@@ -285,7 +302,7 @@ fn completion_text(answer: &Value) -> String {
 
 /// When streaming, usage requested from the upstream so the gateway always learns the tokens
 /// spent (the model name is set per candidate).
-fn request_usage(body: &mut serde_json::Map<String, Value>, stream: bool) {
+pub(super) fn request_usage(body: &mut serde_json::Map<String, Value>, stream: bool) {
     if stream {
         let opts = body
             .entry("stream_options")

@@ -30,7 +30,7 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     // The guardrail's input stage on what is sent to be embedded (block 400, redact text in
     // place, token arrays decoded and checked; flagged → local models only). The built-in model
     // runs on this machine.
-    let flagged = guard_input(&call, &mut request.body).await?;
+    let flagged = guard::text_field(&call, &mut request.body, "input").await?;
     if request.model == BUILTIN_MODEL && call.app.0.config.model(BUILTIN_MODEL).is_none() {
         return builtin(&call, &request).await;
     }
@@ -78,69 +78,6 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     });
     tracing::debug!(key = %call.principal.key_id, model = %model.id, "embeddings");
     Ok(route::label(response, &routed, &model))
-}
-
-/// The input stage on `input`: text is checked and redacted in place; token arrays are decoded
-/// (`TokenCounter::decodings`) and checked, and since tokens cannot be redacted faithfully, one
-/// that holds anything to block *or redact* is refused (400, asking for text). Returns whether
-/// the input was flagged (sensitive).
-async fn guard_input(
-    call: &Call,
-    body: &mut serde_json::Map<String, Value>,
-) -> Result<bool, ApiError> {
-    if call.app.0.guardrail.is_none() {
-        return Ok(false);
-    }
-    let strings: Option<Vec<String>> = match body.get("input") {
-        Some(Value::String(s)) => Some(vec![s.clone()]),
-        Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(
-            items
-                .iter()
-                .filter_map(|i| i.as_str().map(str::to_owned))
-                .collect(),
-        ),
-        _ => None,
-    };
-    if let Some(mut texts) = strings {
-        let flagged = guard::texts(call, &mut texts).await?;
-        let input = match body.get("input") {
-            Some(Value::String(_)) => texts.pop().map(Value::String).unwrap_or_default(),
-            _ => Value::Array(texts.into_iter().map(Value::String).collect()),
-        };
-        body.insert("input".into(), input);
-        return Ok(flagged);
-    }
-    // Token arrays: one array, or an array of them.
-    let arrays: Vec<Vec<u32>> = match body.get("input") {
-        Some(Value::Array(items)) if items.iter().all(Value::is_u64) => vec![token_ids(items)],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_array)
-            .map(|a| token_ids(a))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let tokens = call.app.0.facts.tokens();
-    let decoded: Vec<String> = arrays.iter().flat_map(|a| tokens.decodings(a)).collect();
-    let mut checked = decoded.clone();
-    let flagged = guard::texts(call, &mut checked).await?;
-    if checked != decoded {
-        call.audit.blocked();
-        return Err(ApiError::invalid(
-            "input",
-            "The token input holds personal data this gateway redacts, and tokens cannot be \
-             redacted: send the input as text.",
-        )
-        .with_code("pii_detected"));
-    }
-    Ok(flagged)
-}
-
-fn token_ids(items: &[Value]) -> Vec<u32> {
-    items
-        .iter()
-        .filter_map(|t| t.as_u64().and_then(|t| u32::try_from(t).ok()))
-        .collect()
 }
 
 /// Most inputs in one request to the built-in model (the convention's own limit).

@@ -6,6 +6,7 @@
 
 pub mod activity;
 pub mod chat;
+pub mod completions;
 pub mod documents;
 pub mod embeddings;
 pub mod files;

@@ -52,35 +52,7 @@ impl ChatRequest {
         for (i, m) in messages.iter().enumerate() {
             check_message(i, m)?;
         }
-        let stream = optional_bool(&body, "stream")?.unwrap_or(false);
-        let mut wants_usage = false;
-        match body.get("stream_options") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(o)) => {
-                if !stream {
-                    return Err(ApiError::invalid(
-                        "stream_options",
-                        "'stream_options' is only allowed when 'stream' is true.",
-                    ));
-                }
-                match o.get("include_usage") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Bool(b)) => wants_usage = *b,
-                    Some(_) => {
-                        return Err(ApiError::invalid(
-                            "stream_options.include_usage",
-                            "Invalid type for 'stream_options.include_usage': expected a boolean.",
-                        ));
-                    }
-                }
-            }
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    "stream_options",
-                    "Invalid type for 'stream_options': expected an object.",
-                ));
-            }
-        }
+        let (stream, wants_usage) = stream_flags(&body)?;
         for name in [
             "temperature",
             "top_p",
@@ -130,6 +102,87 @@ impl ChatRequest {
             ));
         }
         Ok(ChatRequest {
+            body,
+            stream,
+            wants_usage,
+        })
+    }
+}
+
+/// A legacy completions body (`/v1/completions`) that passed validation.
+#[derive(Debug)]
+pub struct CompletionRequest {
+    pub body: Map<String, Value>,
+    pub stream: bool,
+    pub wants_usage: bool,
+}
+
+impl CompletionRequest {
+    pub fn parse(body: Map<String, Value>) -> Result<CompletionRequest, ApiError> {
+        required_model(&body)?;
+        let ok = match body.get("prompt") {
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(Value::Array(items)) if items.is_empty() => false,
+            Some(Value::Array(items)) => {
+                items
+                    .iter()
+                    .all(|i| i.as_str().is_some_and(|s| !s.is_empty()))
+                    || items.iter().all(Value::is_u64)
+                    || items.iter().all(|i| {
+                        i.as_array()
+                            .is_some_and(|t| !t.is_empty() && t.iter().all(Value::is_u64))
+                    })
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(ApiError::invalid(
+                "prompt",
+                "'prompt' must be a non-empty string, an array of non-empty strings, or token arrays.",
+            ));
+        }
+        let (stream, wants_usage) = stream_flags(&body)?;
+        for name in [
+            "temperature",
+            "top_p",
+            "presence_penalty",
+            "frequency_penalty",
+        ] {
+            optional_number(&body, name)?;
+        }
+        for name in ["max_tokens", "n", "best_of", "logprobs"] {
+            optional_integer(&body, name)?;
+        }
+        for (name, ok) in [
+            (
+                "seed",
+                body.get("seed")
+                    .is_none_or(|v| v.is_null() || v.is_i64() || v.is_u64()),
+            ),
+            (
+                "echo",
+                body.get("echo")
+                    .is_none_or(|v| v.is_null() || v.is_boolean()),
+            ),
+            (
+                "suffix",
+                body.get("suffix")
+                    .is_none_or(|v| v.is_null() || v.is_string()),
+            ),
+            (
+                "user",
+                body.get("user")
+                    .is_none_or(|v| v.is_null() || v.is_string()),
+            ),
+        ] {
+            if !ok {
+                return Err(ApiError::invalid(
+                    name,
+                    format!("Invalid type for '{name}'."),
+                ));
+            }
+        }
+        Ok(CompletionRequest {
             body,
             stream,
             wants_usage,
@@ -275,6 +328,40 @@ fn optional_bool(body: &Map<String, Value>, name: &str) -> Result<Option<bool>, 
             format!("Invalid type for '{name}': expected a boolean."),
         )),
     }
+}
+
+/// `stream` and `stream_options.include_usage` (only allowed with `stream`).
+fn stream_flags(body: &Map<String, Value>) -> Result<(bool, bool), ApiError> {
+    let stream = optional_bool(body, "stream")?.unwrap_or(false);
+    let mut wants_usage = false;
+    match body.get("stream_options") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(o)) => {
+            if !stream {
+                return Err(ApiError::invalid(
+                    "stream_options",
+                    "'stream_options' is only allowed when 'stream' is true.",
+                ));
+            }
+            match o.get("include_usage") {
+                None | Some(Value::Null) => {}
+                Some(Value::Bool(b)) => wants_usage = *b,
+                Some(_) => {
+                    return Err(ApiError::invalid(
+                        "stream_options.include_usage",
+                        "Invalid type for 'stream_options.include_usage': expected a boolean.",
+                    ));
+                }
+            }
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "stream_options",
+                "Invalid type for 'stream_options': expected an object.",
+            ));
+        }
+    }
+    Ok((stream, wants_usage))
 }
 
 fn optional_number(body: &Map<String, Value>, name: &str) -> Result<(), ApiError> {

@@ -176,6 +176,7 @@ fn action(method: &Method, path: &str) -> String {
     let name = match (method.as_str(), segments.as_slice()) {
         ("POST", ["", "v1", "chat", "completions"]) => "chat.completions",
         ("POST", ["", "v1", "embeddings"]) => "embeddings",
+        ("POST", ["", "v1", "completions"]) => "completions.create",
         ("GET", ["", "v1", "models"]) => "models.list",
         ("GET", ["", "v1", "models", _]) => "models.retrieve",
         ("GET", ["", "v1", "admin", "policies"]) => "admin.policies.list",

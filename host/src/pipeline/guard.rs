@@ -56,7 +56,33 @@ pub async fn input(call: &Call, body: &mut Map<String, Value>) -> Result<bool, A
 }
 
 /// Runs the output stage on a whole answer.
-pub async fn output(call: &Call, answer: &mut Value) -> Result<(), ApiError> {
+/// Where an answer's text is: chat (`message.content`, streamed as `delta.content`) or legacy
+/// completions (`text` in both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Chat,
+    Completion,
+}
+
+impl Shape {
+    /// The text of choice `i` of a whole answer, relative to `choices`.
+    fn whole_text(self, i: usize) -> String {
+        match self {
+            Shape::Chat => format!("/{i}/message/content"),
+            Shape::Completion => format!("/{i}/text"),
+        }
+    }
+
+    /// The text of a stream chunk's first choice.
+    fn chunk_text(self) -> &'static str {
+        match self {
+            Shape::Chat => "/choices/0/delta/content",
+            Shape::Completion => "/choices/0/text",
+        }
+    }
+}
+
+pub async fn output(call: &Call, answer: &mut Value, shape: Shape) -> Result<(), ApiError> {
     if call.app.0.guardrail.is_none() {
         return Ok(());
     }
@@ -66,9 +92,11 @@ pub async fn output(call: &Call, answer: &mut Value) -> Result<(), ApiError> {
     // Every choice's text and the arguments of the tool calls the model wrote.
     let mut places = Vec::new();
     let mut texts = Vec::new();
+    let all = Value::Array(choices.clone());
     for (i, c) in choices.iter().enumerate() {
-        if let Some(t) = c.pointer("/message/content").and_then(Value::as_str) {
-            places.push(format!("/{i}/message/content"));
+        let at = shape.whole_text(i);
+        if let Some(t) = all.pointer(&at).and_then(Value::as_str) {
+            places.push(at);
             texts.push(t.to_string());
         }
         let calls = c.pointer("/message/tool_calls").and_then(Value::as_array);
@@ -136,6 +164,71 @@ pub async fn texts(call: &Call, texts: &mut [String]) -> Result<bool, ApiError> 
         who.violation(&redacted, "redacted");
     }
     Ok(flagged)
+}
+
+/// The input stage on a body field that holds text or tokens (`/v1/embeddings` `input`, legacy
+/// completions `prompt`): text is checked and redacted in place; token arrays are decoded
+/// (`TokenCounter::decodings`) and checked, and since tokens cannot be redacted faithfully, one
+/// that holds anything to block *or redact* is refused (400, asking for text). Returns whether
+/// the input was flagged (sensitive).
+pub async fn text_field(
+    call: &Call,
+    body: &mut Map<String, Value>,
+    field: &str,
+) -> Result<bool, ApiError> {
+    if call.app.0.guardrail.is_none() {
+        return Ok(false);
+    }
+    let strings: Option<Vec<String>> = match body.get(field) {
+        Some(Value::String(s)) => Some(vec![s.clone()]),
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => Some(
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    };
+    if let Some(mut found) = strings {
+        let flagged = texts(call, &mut found).await?;
+        let input = match body.get(field) {
+            Some(Value::String(_)) => found.pop().map(Value::String).unwrap_or_default(),
+            _ => Value::Array(found.into_iter().map(Value::String).collect()),
+        };
+        body.insert(field.into(), input);
+        return Ok(flagged);
+    }
+    // Token arrays: one array, or an array of them.
+    let arrays: Vec<Vec<u32>> = match body.get(field) {
+        Some(Value::Array(items)) if items.iter().all(Value::is_u64) => vec![token_ids(items)],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_array)
+            .map(|a| token_ids(a))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let tokens = call.app.0.facts.tokens();
+    let decoded: Vec<String> = arrays.iter().flat_map(|a| tokens.decodings(a)).collect();
+    let mut checked = decoded.clone();
+    let flagged = texts(call, &mut checked).await?;
+    if checked != decoded {
+        call.audit.blocked();
+        return Err(ApiError::invalid(
+            field,
+            "The token input holds personal data this gateway redacts, and tokens cannot be \
+             redacted: send the input as text.",
+        )
+        .with_code("pii_detected"));
+    }
+    Ok(flagged)
+}
+
+fn token_ids(items: &[Value]) -> Vec<u32> {
+    items
+        .iter()
+        .filter_map(|t| t.as_u64().and_then(|t| u32::try_from(t).ok()))
+        .collect()
 }
 
 /// Who a check is for: what the guardrail's facts, the events and the refusals name.
@@ -307,6 +400,7 @@ const STREAM_CONTEXT_BYTES: usize = 256;
 /// finish, usage, `[DONE]`, errors) release everything held first, then pass.
 pub fn output_stream(
     call: Call,
+    shape: Shape,
     upstream: impl futures_util::Stream<Item = Result<bytes::Bytes, std::convert::Infallible>>
     + Send
     + 'static,
@@ -315,6 +409,7 @@ pub fn output_stream(
     use futures_util::StreamExt as _;
     let state = StreamGuard {
         call,
+        shape,
         held: Vec::new(),
         context: String::new(),
         out: std::collections::VecDeque::new(),
@@ -342,6 +437,7 @@ pub fn output_stream(
 
 struct StreamGuard {
     call: Call,
+    shape: Shape,
     /// Content chunks not yet sent, with their text.
     held: Vec<(Value, String)>,
     /// The end of the text already sent.
@@ -368,7 +464,7 @@ impl StreamGuard {
             let chunk = serde_json::from_slice::<Value>(&data).ok();
             let content = chunk
                 .as_ref()
-                .and_then(|c| c.pointer("/choices/0/delta/content"))
+                .and_then(|c| c.pointer(self.shape.chunk_text()))
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
@@ -425,17 +521,26 @@ impl StreamGuard {
         let Some((mut first, _)) = held.next() else {
             return;
         };
-        if let Some(c) = first.pointer_mut("/choices/0/delta/content") {
+        if let Some(c) = first.pointer_mut(self.shape.chunk_text()) {
             *c = Value::String(new_held.clone());
         }
         drop_logprobs(&mut first);
         self.held.push((first, new_held));
         for (mut chunk, _) in held {
-            if let Some(delta) = chunk
-                .pointer_mut("/choices/0/delta")
-                .and_then(Value::as_object_mut)
-            {
-                delta.remove("content");
+            match self.shape {
+                Shape::Chat => {
+                    if let Some(delta) = chunk
+                        .pointer_mut("/choices/0/delta")
+                        .and_then(Value::as_object_mut)
+                    {
+                        delta.remove("content");
+                    }
+                }
+                Shape::Completion => {
+                    if let Some(t) = chunk.pointer_mut("/choices/0/text") {
+                        *t = Value::String(String::new());
+                    }
+                }
             }
             drop_logprobs(&mut chunk);
             if carries_more_than_text(&chunk) {

@@ -105,6 +105,7 @@ pub fn router(models: Vec<SimModel>, default_behaviour: Behaviour) -> axum::Rout
     axum::Router::new()
         .route("/v1/models", get(list_models))
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
         .route("/v1/embeddings", post(embeddings))
         .route("/_sim/stats", get(stats))
         .route("/_sim/requests", get(requests))
@@ -394,6 +395,75 @@ fn stream_response(
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// Legacy text completions: the same deterministic answer as chat, to the prompt (the first one
+/// when there are several), as `text_completion` objects or chunks.
+async fn completions(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {
+    let body = match parse_body(&bytes) {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    sim.record("/v1/completions", &headers, &body);
+    let (model, behaviour) = match sim.admit(&body).await {
+        Ok(x) => x,
+        Err(e) => return e.into_response(),
+    };
+    let prompt = match body.get("prompt") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items.first().map_or_else(String::new, |p| match p {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }),
+        _ => String::new(),
+    };
+    let messages = [json!({"role": "user", "content": prompt})];
+    let mut tokens = answer::answer_tokens(&model, &messages);
+    let mut finish_reason = "stop";
+    if let Some(max) = body
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .and_then(|m| usize::try_from(m).ok())
+        && max < tokens.len()
+    {
+        tokens.truncate(max);
+        finish_reason = "length";
+    }
+    let prompt_tokens = answer::prompt_tokens(&messages);
+    let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": tokens.len(),
+                       "total_tokens": prompt_tokens + tokens.len() as u64});
+    let id = format!("sim-cmpl-{}", sim.0.total_requests.load(Ordering::Relaxed));
+    let created = unix_now();
+    let chunk = |text: &str, finish: Option<&str>| {
+        json!({"id": id, "object": "text_completion", "created": created, "model": model.id,
+               "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": null}]})
+    };
+    if body.get("stream").and_then(Value::as_bool) == Some(true) {
+        let mut events: Vec<Value> = tokens.iter().map(|t| chunk(t, None)).collect();
+        events.push(chunk("", Some(finish_reason)));
+        if body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true)
+            && !behaviour.no_usage
+        {
+            events.push(
+                json!({"id": id, "object": "text_completion", "created": created,
+                               "model": model.id, "choices": [], "usage": usage}),
+            );
+        }
+        let mut frames: Vec<Bytes> = events
+            .into_iter()
+            .map(|e| Bytes::from(format!("data: {e}\n\n")))
+            .collect();
+        frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        return stream_response(sim, frames, behaviour.token_interval_ms, None);
+    }
+    let mut answer = chunk(&tokens.concat(), Some(finish_reason));
+    if !behaviour.no_usage {
+        answer["usage"] = usage;
+    }
+    Json(answer).into_response()
 }
 
 async fn embeddings(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {

@@ -74,6 +74,8 @@ impl Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
     ChatCompletions,
+    /// Legacy text completions (`/completions`).
+    Completions,
     Embeddings,
 }
 
@@ -82,6 +84,7 @@ struct ModelClient {
     client: reqwest::Client,
     api_key: Option<String>,
     chat_url: Url,
+    completions_url: Url,
     embeddings_url: Url,
 }
 
@@ -123,6 +126,7 @@ impl Upstreams {
                     client,
                     api_key,
                     chat_url: m.base_url.join("chat/completions")?,
+                    completions_url: m.base_url.join("completions")?,
                     embeddings_url: m.base_url.join("embeddings")?,
                 },
             );
@@ -149,6 +153,7 @@ impl Upstreams {
             })?;
         let url = match endpoint {
             Endpoint::ChatCompletions => mc.chat_url.clone(),
+            Endpoint::Completions => mc.completions_url.clone(),
             Endpoint::Embeddings => mc.embeddings_url.clone(),
         };
         let mut req = mc

@@ -238,7 +238,11 @@ impl Relay {
                 if c.get("finish_reason").is_some_and(|f| !f.is_null()) {
                     self.saw_finish_reason = true;
                 }
-                let content = c.pointer("/delta/content").and_then(Value::as_str);
+                // Chat chunks carry `delta.content`; legacy completion chunks `text`.
+                let content = c
+                    .pointer("/delta/content")
+                    .or_else(|| c.get("text"))
+                    .and_then(Value::as_str);
                 if let Some(t) = content
                     && self.text.len() + t.len() <= MAX_TEXT_BYTES
                 {
