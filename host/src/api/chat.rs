@@ -30,8 +30,9 @@ use crate::facts;
 use crate::metrics::Metrics;
 use crate::pipeline::call::Call;
 use crate::pipeline::events::completed;
-use crate::pipeline::fallback::{self, Served, encode_body};
+use crate::pipeline::fallback::{self, NotServed, Served, encode_body};
 use crate::pipeline::guard::Shape;
+use crate::pipeline::route::Routed;
 use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::residency;
@@ -110,36 +111,45 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
     .await;
 
     // 7. The answer, with the headers of the model that served (or failed last).
+    Ok(answer(&call, &routed, served, stream, wants_usage, Shape::Chat).await)
+}
+
+/// The answer of a chat or text-completion request: the stream relayed, or the whole answer read
+/// and checked; an upstream that failed counted and journaled; labelled with the route and the
+/// model that served (or failed last).
+pub(super) async fn answer(
+    call: &Call,
+    routed: &Routed,
+    served: Result<Served, NotServed>,
+    stream: bool,
+    wants_usage: bool,
+    shape: Shape,
+) -> Response {
     let (model, answered) = match served {
         Ok(served) if stream => (
             served.model.clone(),
-            Ok(stream_answer(&call, served, wants_usage, Shape::Chat)),
+            Ok(stream_answer(call, served, wants_usage, shape)),
         ),
         Ok(served) => (
             served.model.clone(),
-            whole_answer(&call, served, Shape::Chat).await,
+            whole_answer(call, served, shape).await,
         ),
         Err(not_served) => (not_served.model().clone(), Err(not_served.into_response())),
     };
     let response = answered.unwrap_or_else(|failed| {
         Metrics::inc(&call.app.0.metrics.upstream_errors_total);
         call.audit.upstream_failed();
-        completed(&call, &model.id, failed.status().as_u16(), None);
+        completed(call, &model.id, failed.status().as_u16(), None);
         failed
     });
-    tracing::debug!(request_id = %call.ctx.id, key = %call.principal.key_id, model = %model.id, "chat completion");
-    Ok(route::label(response, &routed, &model))
+    tracing::debug!(request_id = %call.ctx.id, key = %call.principal.key_id, model = %model.id, ?shape, "answered");
+    route::label(response, routed, &model)
 }
 
 /// Relays the serving model's stream event by event (through the guardrail's output stage when
 /// one is configured); when it ends, however it ended, the reservation settles, the breaker
 /// hears the outcome and `request.completed` goes out.
-pub(super) fn stream_answer(
-    call: &Call,
-    served: Served,
-    wants_usage: bool,
-    shape: Shape,
-) -> Response {
+fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -> Response {
     let Served {
         model,
         exchange,
@@ -218,11 +228,7 @@ pub(super) fn stream_answer(
 
 /// Reads the serving model's whole answer within its deadline, re-addresses it, settles the
 /// reservation (durably, before the answer leaves) and runs the guardrail's output stage.
-pub(super) async fn whole_answer(
-    call: &Call,
-    served: Served,
-    shape: Shape,
-) -> Result<Response, Response> {
+async fn whole_answer(call: &Call, served: Served, shape: Shape) -> Result<Response, Response> {
     let Served {
         model,
         exchange,

@@ -9,13 +9,11 @@ use axum::body::Body;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::chat::{request_usage, stream_answer, whole_answer};
+use super::chat::{answer, request_usage};
 use super::validate::CompletionRequest;
 use crate::config::ModelKind;
 use crate::facts;
-use crate::metrics::Metrics;
 use crate::pipeline::call::Call;
-use crate::pipeline::events::completed;
 use crate::pipeline::fallback::{self, encode_body};
 use crate::pipeline::guard::{self, Shape};
 use crate::pipeline::{route, spend};
@@ -93,28 +91,16 @@ pub async fn completions(mut call: Call, body: Body) -> Result<Response, ApiErro
     )
     .await;
 
-    // 7. The answer.
-    let (model, answered) = match served {
-        Ok(served) if stream => (
-            served.model.clone(),
-            Ok(stream_answer(&call, served, wants_usage, Shape::Completion)),
-        ),
-        Ok(served) => (
-            served.model.clone(),
-            whole_answer(&call, served, Shape::Completion).await,
-        ),
-        Err(not_served) => (
-            not_served.model().clone(),
-            Err(axum::response::IntoResponse::into_response(not_served)),
-        ),
-    };
-    let response = answered.unwrap_or_else(|failed| {
-        Metrics::inc(&call.app.0.metrics.upstream_errors_total);
-        call.audit.upstream_failed();
-        completed(&call, &model.id, failed.status().as_u16(), None);
-        failed
-    });
-    Ok(route::label(response, &routed, &model))
+    // 7. The answer, streamed or whole, labelled with the model that served.
+    Ok(answer(
+        &call,
+        &routed,
+        served,
+        stream,
+        wants_usage,
+        Shape::Completion,
+    )
+    .await)
 }
 
 /// The body as facts read a chat request: the prompt's text as one user message.
