@@ -101,6 +101,28 @@ def test_tool_call_arguments_the_model_writes_are_checked_on_the_way_out(guarded
         sim_reply(sim, "jais-30b-chat", None)
 
 
+def test_streamed_tool_call_arguments_are_checked_whole(guarded, keys, sim):
+    client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
+    tools = [{"type": "function", "function": {"name": "dial", "parameters": {"type": "object"}}}]
+    sim_reply(sim, "jais-30b-chat", "Reach Salem on +966 50 123 4567 today")
+    try:
+        chunks = list(client.chat.completions.create(
+            model="jais-30b-chat", stream=True, tools=tools,
+            messages=[{"role": "user", "content": "Who should I call?"}]))
+        args = "".join(tc.function.arguments or "" for c in chunks if c.choices
+                       for tc in (c.choices[0].delta.tool_calls or []))
+        assert "4567" not in args and "[PHONE]" in json.loads(args)["text"], args
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+        # A card number in the arguments ends the stream with the error event.
+        sim_reply(sim, "jais-30b-chat", "Charge 4111 1111 1111 1111 now")
+        with pytest.raises(openai.APIError):
+            list(client.chat.completions.create(
+                model="jais-30b-chat", stream=True, tools=tools,
+                messages=[{"role": "user", "content": "Pay it"}]))
+    finally:
+        sim_reply(sim, "jais-30b-chat", None)
+
+
 def test_embedding_input_is_checked_before_it_leaves(guarded, keys, sim):
     client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
     client.embeddings.create(model="multilingual-e5-small",

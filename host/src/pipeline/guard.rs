@@ -410,6 +410,7 @@ pub fn output_stream(
     let state = StreamGuard {
         call,
         shape,
+        calls: Vec::new(),
         held: Vec::new(),
         context: String::new(),
         out: std::collections::VecDeque::new(),
@@ -426,6 +427,7 @@ pub fn output_stream(
             match up.next().await {
                 None => {
                     st.release(usize::MAX);
+                    st.flush_calls().await;
                     st.done = true;
                 }
                 Some(Ok(bytes)) => st.feed(&bytes).await,
@@ -438,6 +440,9 @@ pub fn output_stream(
 struct StreamGuard {
     call: Call,
     shape: Shape,
+    /// Tool-call chunks not yet sent: their arguments arrive in fragments and are checked whole,
+    /// when the calls end (the next other event).
+    calls: Vec<Value>,
     /// Content chunks not yet sent, with their text.
     held: Vec<(Value, String)>,
     /// The end of the text already sent.
@@ -468,6 +473,26 @@ impl StreamGuard {
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty())
                 .map(str::to_string);
+            let is_call = chunk.as_ref().is_some_and(|c| {
+                c.pointer("/choices/0/delta/tool_calls")
+                    .and_then(Value::as_array)
+                    .is_some_and(|t| !t.is_empty())
+            });
+            if let Some(chunk) = chunk.as_ref().filter(|_| is_call) {
+                self.release(usize::MAX);
+                let finished = chunk
+                    .pointer("/choices/0/finish_reason")
+                    .is_some_and(|f| !f.is_null());
+                self.calls.push(chunk.clone());
+                if finished {
+                    self.flush_calls().await;
+                }
+                continue;
+            }
+            self.flush_calls().await;
+            if self.done {
+                continue;
+            }
             match (chunk, content) {
                 (Some(chunk), Some(text)) => {
                     self.held.push((chunk, text));
@@ -546,6 +571,93 @@ impl StreamGuard {
             if carries_more_than_text(&chunk) {
                 self.held.push((chunk, String::new()));
             }
+        }
+    }
+
+    /// Checks the held tool calls' arguments, each whole: a block ends the stream; redactions
+    /// send each call as one chunk carrying its redacted arguments (clients concatenate argument
+    /// fragments, so one fragment is as good as many); otherwise the chunks go as they came.
+    async fn flush_calls(&mut self) {
+        if self.calls.is_empty() {
+            return;
+        }
+        let chunks = std::mem::take(&mut self.calls);
+        // Arguments per call index, in the order the calls began.
+        let mut order: Vec<u64> = Vec::new();
+        let mut args: std::collections::HashMap<u64, String> = std::collections::HashMap::new();
+        for c in &chunks {
+            let calls = c
+                .pointer("/choices/0/delta/tool_calls")
+                .and_then(Value::as_array);
+            for tc in calls.into_iter().flatten() {
+                let i = tc.get("index").and_then(Value::as_u64).unwrap_or(0);
+                if !order.contains(&i) {
+                    order.push(i);
+                }
+                if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
+                    args.entry(i).or_default().push_str(a);
+                }
+            }
+        }
+        let mut texts: Vec<String> = order
+            .iter()
+            .map(|i| args.get(i).cloned().unwrap_or_default())
+            .collect();
+        let who = Subject(&self.call);
+        let verdict = match who.check(Stage::Output, &texts).await {
+            Ok(Some(v)) => v,
+            Ok(None) => return self.send_all(chunks),
+            Err(e) => return self.end(e),
+        };
+        if !verdict.blocked.is_empty() {
+            let refusal = who.refuse(&verdict.blocked, Stage::Output);
+            return self.end(refusal);
+        }
+        if verdict.redactions.is_empty() {
+            return self.send_all(chunks);
+        }
+        who.violation(&verdict.redacted_entities(), "redacted");
+        guardrail::apply(&mut texts, &verdict.redactions);
+        // One chunk per call: its first fragment (id, type, name) with the whole arguments;
+        // whatever else the chunks carried (a finish reason) goes on the last one.
+        let mut out: Vec<Value> = Vec::new();
+        for (i, redacted) in order.iter().zip(texts) {
+            let first = chunks.iter().find_map(|c| {
+                let calls = c.pointer("/choices/0/delta/tool_calls")?.as_array()?;
+                let tc = calls
+                    .iter()
+                    .find(|tc| tc.get("index").and_then(Value::as_u64).unwrap_or(0) == *i)?;
+                Some((c.clone(), tc.clone()))
+            });
+            if let Some((mut chunk, mut tc)) = first {
+                if let Some(a) = tc.pointer_mut("/function/arguments") {
+                    *a = Value::String(redacted);
+                } else if let Some(f) = tc.get_mut("function").and_then(Value::as_object_mut) {
+                    f.insert("arguments".into(), Value::String(redacted));
+                }
+                chunk["choices"][0]["delta"] = serde_json::json!({"tool_calls": [tc]});
+                chunk["choices"][0]["finish_reason"] = Value::Null;
+                drop_logprobs(&mut chunk);
+                out.push(chunk);
+            }
+        }
+        let finish = chunks.iter().rev().find_map(|c| {
+            c.pointer("/choices/0/finish_reason")
+                .filter(|f| !f.is_null())
+                .cloned()
+        });
+        if let (Some(f), Some(last)) = (finish, out.last_mut()) {
+            last["choices"][0]["finish_reason"] = f;
+        }
+        self.send_all(out);
+    }
+
+    fn send_all(&mut self, chunks: Vec<Value>) {
+        for chunk in chunks {
+            let mut frame = b"data: ".to_vec();
+            let _ = serde_json::to_writer(&mut frame, &chunk);
+            frame.extend_from_slice(b"\n\n");
+            self.out.push_back(frame.into());
         }
     }
 
