@@ -151,21 +151,30 @@ impl Library {
             Inserted::Existing(record) => return Ok((record, false)),
             Inserted::New { record, chunk_ids } => (record, chunk_ids),
         };
-        {
-            let mut index = write(&self.index);
+        // Indexing normalises and tokenises every chunk: on a blocking thread, not the runtime's.
+        let index = Arc::clone(&self.index);
+        let (team, collection, document) = (
+            upload.team_id.clone(),
+            upload.collection.clone(),
+            record.id.clone(),
+        );
+        blocking(move || {
+            let mut index = write(&index);
             for ((chunk_id, text), vector) in chunk_ids.iter().zip(&texts).zip(&vectors) {
                 index
                     .add(&ChunkInput {
                         chunk_id: *chunk_id,
-                        tenant: &upload.team_id,
-                        collection: &upload.collection,
-                        document_id: &record.id,
+                        tenant: &team,
+                        collection: &collection,
+                        document_id: &document,
                         text,
                         vector,
                     })
                     .map_err(|e| RagError::Worker(format!("indexing: {e}")))?;
             }
-        }
+            Ok(())
+        })
+        .await?;
         write(&self.catalogue).insert(
             record.id.clone(),
             Arc::new(Entry {
