@@ -34,8 +34,6 @@ use crate::pipeline::fallback::{self, NotServed, Served, encode_body};
 use crate::pipeline::guard::Shape;
 use crate::pipeline::route::Routed;
 use crate::pipeline::{guard, route, spend};
-use crate::policy::RouteFacts;
-use crate::residency;
 use crate::server::error::ApiError;
 use crate::upstream::{
     CountUsage, Endpoint, RelayOptions, StreamOutcome, StreamSummary, Usage, relay_sse,
@@ -56,23 +54,7 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
         .map(|v| v.as_bytes());
     let facts = call.app.0.facts.extract(&request.body, classification)?;
     facts::strip_gateway_fields(&mut request.body);
-    let mut route_facts = facts.route_facts(RouteFacts {
-        request_id: call.ctx.id.to_string(),
-        team_id: call.principal.team_id.clone(),
-        key_id: call.principal.key_id.clone(),
-        actor_id: call.actor.clone(),
-        allowed_regions: call.principal.allowed_regions.clone(),
-        ..RouteFacts::default()
-    });
-    if flagged {
-        // The router sees what the guardrail found.
-        route_facts.classification = Some("sensitive".into());
-    }
-    let sensitive = flagged
-        || facts
-            .classification
-            .as_deref()
-            .is_some_and(residency::is_sensitive_label);
+    let (route_facts, sensitive) = route::facts_for(&call, &facts, flagged);
 
     // 4. Routing: an explicit model, or the router policy's choice; the residency guard.
     let routed = route::route(&call, ModelKind::Chat, &route_facts, sensitive).await?;

@@ -17,8 +17,6 @@ use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, encode_body};
 use crate::pipeline::guard::{self, Shape};
 use crate::pipeline::{route, spend};
-use crate::policy::RouteFacts;
-use crate::residency;
 use crate::server::error::ApiError;
 use crate::upstream::Endpoint;
 
@@ -46,22 +44,7 @@ pub async fn completions(mut call: Call, body: Body) -> Result<Response, ApiErro
         .facts
         .extract(&as_chat(&upstream), classification)?;
     facts::strip_gateway_fields(&mut upstream);
-    let mut route_facts = facts.route_facts(RouteFacts {
-        request_id: call.ctx.id.to_string(),
-        team_id: call.principal.team_id.clone(),
-        key_id: call.principal.key_id.clone(),
-        actor_id: call.actor.clone(),
-        allowed_regions: call.principal.allowed_regions.clone(),
-        ..RouteFacts::default()
-    });
-    if flagged {
-        route_facts.classification = Some("sensitive".into());
-    }
-    let sensitive = flagged
-        || facts
-            .classification
-            .as_deref()
-            .is_some_and(residency::is_sensitive_label);
+    let (route_facts, sensitive) = route::facts_for(&call, &facts, flagged);
 
     // 4. Routing (a text-completion request goes to chat models: the servers serve both).
     let routed = route::route(&call, ModelKind::Chat, &route_facts, sensitive).await?;

@@ -120,22 +120,7 @@ pub struct CompletionRequest {
 impl CompletionRequest {
     pub fn parse(body: Map<String, Value>) -> Result<CompletionRequest, ApiError> {
         required_model(&body)?;
-        let ok = match body.get("prompt") {
-            Some(Value::String(s)) => !s.is_empty(),
-            Some(Value::Array(items)) if items.is_empty() => false,
-            Some(Value::Array(items)) => {
-                items
-                    .iter()
-                    .all(|i| i.as_str().is_some_and(|s| !s.is_empty()))
-                    || items.iter().all(Value::is_u64)
-                    || items.iter().all(|i| {
-                        i.as_array()
-                            .is_some_and(|t| !t.is_empty() && t.iter().all(Value::is_u64))
-                    })
-            }
-            _ => false,
-        };
-        if !ok {
+        if !text_or_tokens(body.get("prompt")) {
             return Err(ApiError::invalid(
                 "prompt",
                 "'prompt' must be a non-empty string, an array of non-empty strings, or token arrays.",
@@ -207,19 +192,7 @@ impl EmbeddingsRequest {
                     "Missing required parameter: 'input'.",
                 ));
             }
-            Some(Value::String(s)) => !s.is_empty(),
-            Some(Value::Array(items)) if items.is_empty() => false,
-            Some(Value::Array(items)) => {
-                items
-                    .iter()
-                    .all(|i| i.as_str().is_some_and(|s| !s.is_empty()))
-                    || items.iter().all(Value::is_u64)
-                    || items.iter().all(|i| {
-                        i.as_array()
-                            .is_some_and(|t| !t.is_empty() && t.iter().all(Value::is_u64))
-                    })
-            }
-            Some(_) => false,
+            input => text_or_tokens(input),
         };
         if !ok {
             return Err(ApiError::invalid(
@@ -327,6 +300,26 @@ fn optional_bool(body: &Map<String, Value>, name: &str) -> Result<Option<bool>, 
             name,
             format!("Invalid type for '{name}': expected a boolean."),
         )),
+    }
+}
+
+/// A non-empty string, an array of non-empty strings, a token array or an array of token arrays
+/// (embeddings `input`, completions `prompt`).
+fn text_or_tokens(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(items)) if items.is_empty() => false,
+        Some(Value::Array(items)) => {
+            items
+                .iter()
+                .all(|i| i.as_str().is_some_and(|s| !s.is_empty()))
+                || items.iter().all(Value::is_u64)
+                || items.iter().all(|i| {
+                    i.as_array()
+                        .is_some_and(|t| !t.is_empty() && t.iter().all(Value::is_u64))
+                })
+        }
+        _ => false,
     }
 }
 

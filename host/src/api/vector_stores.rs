@@ -324,19 +324,21 @@ pub async fn search(
         })
         .await?;
     record_usage(&call, library.model_id(), retrieved.query_tokens).await;
-    let mut data = Vec::new();
-    for c in &retrieved.citations {
-        let Some(record) = library.get(&call.principal.team_id, &c.document_id).await? else {
-            continue;
-        };
-        data.push(json!({
-            "file_id": record.file_id.clone().unwrap_or_else(|| record.id.clone()),
-            "filename": c.filename,
-            "score": c.confidence,
-            "attributes": attributes_of(&record),
-            "content": [{"type": "text", "text": c.text}],
-        }));
-    }
+    // File ids and attributes come with the citations (the library's catalogue): no store
+    // round trip per result.
+    let mut data: Vec<Value> = retrieved
+        .citations
+        .iter()
+        .map(|c| {
+            json!({
+                "file_id": c.file_id.clone().unwrap_or_else(|| c.document_id.clone()),
+                "filename": c.filename,
+                "score": c.confidence,
+                "attributes": c.metadata,
+                "content": [{"type": "text", "text": c.text}],
+            })
+        })
+        .collect();
     // Best first by the score shown (stable: equal scores keep the ranking's order).
     data.sort_by(|a, b| {
         let score = |v: &Value| v.get("score").and_then(Value::as_f64).unwrap_or(0.0);

@@ -12,10 +12,34 @@ use super::call::Call;
 use super::{X_DATA_RESIDENCY, X_ROUTE_POLICY};
 use crate::config::{ModelConfig, ModelKind};
 use crate::events::Event;
+use crate::facts::Facts;
 use crate::policy::RouteFacts;
 use crate::residency;
 use crate::routing::Route;
 use crate::server::error::ApiError;
+
+/// What the router is told of a request (its facts, the caller) and whether the request is
+/// sensitive: flagged by the guardrail (the router then sees `classification: sensitive`) or
+/// classified so by the client.
+pub fn facts_for(call: &Call, facts: &Facts, flagged: bool) -> (RouteFacts, bool) {
+    let mut route_facts = facts.route_facts(RouteFacts {
+        request_id: call.ctx.id.to_string(),
+        team_id: call.principal.team_id.clone(),
+        key_id: call.principal.key_id.clone(),
+        actor_id: call.actor.clone(),
+        allowed_regions: call.principal.allowed_regions.clone(),
+        ..RouteFacts::default()
+    });
+    if flagged {
+        route_facts.classification = Some("sensitive".into());
+    }
+    let sensitive = flagged
+        || facts
+            .classification
+            .as_deref()
+            .is_some_and(residency::is_sensitive_label);
+    (route_facts, sensitive)
+}
 
 /// Where a request goes, and the boundary it was routed inside.
 pub struct Routed {

@@ -56,6 +56,9 @@ pub struct Citation {
     pub paragraph: u32,
     pub chunk_id: u64,
     pub text: String,
+    /// The `/v1/files` file the document was made from (vector stores), and its metadata.
+    pub file_id: Option<String>,
+    pub metadata: Map<String, Value>,
     /// The fused rank score (its order is what matters).
     pub score: f32,
     pub confidence: f64,
@@ -149,6 +152,8 @@ impl Library {
                     paragraph: chunk.paragraph,
                     chunk_id: hit.chunk_id,
                     text: chunk.text.clone(),
+                    file_id: entry.file_id.clone(),
+                    metadata: entry.metadata.clone(),
                     score: hit.score,
                     confidence,
                 })
