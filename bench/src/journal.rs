@@ -218,6 +218,8 @@ fn draft(i: u64) -> EntryDraft {
         actor_id: "alice@example.eu".into(),
         team_id: "research".into(),
         key_id: "0123456789ab".into(),
+        auth: Some("key".into()),
+        cert_sha256: None,
         action: "chat.completions".into(),
         model: Some("qwen2.5-coder-32b".into()),
         prompt_hash: Some(sha256_tagged(&i.to_le_bytes())),

@@ -119,7 +119,7 @@ async fn run(n: usize) {
     let mut full = Vec::with_capacity(n);
     let mut auth_only = Vec::with_capacity(n);
     // Warm the cache, the ledger and the limiter.
-    let key = access.authenticate(&headers).await.unwrap();
+    let key = access.authenticate(&headers, None).await.unwrap();
     budgets
         .reserve(to.clone(), 10, 100)
         .await
@@ -134,7 +134,7 @@ async fn run(n: usize) {
         base.push(t.elapsed());
 
         let t = Instant::now();
-        let key = access.authenticate(&headers).await.unwrap();
+        let key = access.authenticate(&headers, None).await.unwrap();
         auth_only.push(t.elapsed());
         let (_rate, verdict) = access.admit(&key, ip);
         verdict.unwrap();

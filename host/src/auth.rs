@@ -29,6 +29,16 @@ pub enum AuthError {
     Expired,
     #[error("This API key has been revoked.")]
     Revoked,
+    /// A verified client certificate that no certificate identity maps (403).
+    #[error(
+        "The client certificate ({0}) is valid but mapped to no team. An admin maps it with POST /v1/admin/cert-identities (by SAN URI, SAN DNS name or key pin)."
+    )]
+    CertificateUnmapped(String),
+    /// A certificate and a key naming different teams (403).
+    #[error(
+        "The client certificate belongs to team `{certificate}` but the API key to team `{key}`; send one credential, or two of the same team."
+    )]
+    TeamMismatch { certificate: String, key: String },
     /// The store could not be asked (503, not 401: the key may well be valid).
     #[error("Keys cannot be checked right now: {0}")]
     Unavailable(String),

@@ -23,21 +23,26 @@ pub mod server;
 pub mod simulator;
 pub mod state;
 pub mod store;
+pub mod tls;
 pub mod upstream;
 pub mod webhooks;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::server::serve::{ServeOptions, serve};
+use crate::server::tls::TlsListener;
 
 /// A gateway ready to serve: its policies compiled, checked and smoke-called, its facts engine
 /// built. Preparing takes up to seconds; serving starts at once.
 pub struct Gateway {
     state: state::AppState,
     opts: ServeOptions,
+    /// The HTTPS listener's material and reload, when `[tls]` is set.
+    tls: Option<Arc<TlsListener>>,
 }
 
 impl Gateway {
@@ -47,8 +52,9 @@ impl Gateway {
             header_read_timeout: config.server.header_read_timeout,
             shutdown_grace: config.server.shutdown_grace,
         };
+        let tls = config.tls.clone();
         let state = state::AppState::new(config).await?;
-        Ok(Gateway { state, opts })
+        Gateway::assemble(state, opts, tls)
     }
 
     /// [`Gateway::new`] with test doubles (clocks).
@@ -58,8 +64,28 @@ impl Gateway {
             header_read_timeout: config.server.header_read_timeout,
             shutdown_grace: config.server.shutdown_grace,
         };
+        let tls = config.tls.clone();
         let state = state::AppState::with_parts(config, parts).await?;
-        Ok(Gateway { state, opts })
+        Gateway::assemble(state, opts, tls)
+    }
+
+    fn assemble(
+        state: state::AppState,
+        opts: ServeOptions,
+        tls: Option<config::TlsConfig>,
+    ) -> anyhow::Result<Gateway> {
+        // The TLS counters live with every other counter; the material was checked when the
+        // config was read (and is read again here, so what is on disk now serves).
+        let tls = match tls {
+            Some(t) => Some(TlsListener::new(&t, state.0.metrics.clone())?),
+            None => None,
+        };
+        Ok(Gateway { state, opts, tls })
+    }
+
+    /// The HTTPS listener's state when `[tls]` is set (tests reload through it).
+    pub fn tls(&self) -> Option<Arc<TlsListener>> {
+        self.tls.clone()
     }
 
     /// The admin key start-up created because the store had none: show it once, then forget it.
@@ -94,14 +120,19 @@ impl Gateway {
                 }
             }
         });
+        let reload = self.tls.as_ref().map(TlsListener::watch);
         let result = serve(
             listener,
             routes::router(self.state.clone()),
             self.opts,
+            self.tls.clone(),
             shutdown,
         )
         .await;
         upkeep.abort();
+        if let Some(r) = reload {
+            r.abort();
+        }
         // Drained: every settled charge is committed and the journal closed before the process
         // may exit.
         self.state.0.budgets.charger().flush().await;
@@ -123,7 +154,7 @@ pub async fn run_simulator(
         header_read_timeout: std::time::Duration::from_secs(30),
         shutdown_grace: std::time::Duration::from_secs(5),
     };
-    serve(listener, app, opts, shutdown).await?;
+    serve(listener, app, opts, None, shutdown).await?;
     Ok(())
 }
 

@@ -38,6 +38,10 @@ enum Command {
         /// Where the demo keeps its files (its generated config, later its store).
         #[arg(long, default_value = "sovereign-data")]
         data_dir: PathBuf,
+        /// Serve HTTPS with optional client certificates; a demo PKI is written under
+        /// `<data-dir>/tls/` (CA, server, a client certificate per role, revoked, expired, CRL).
+        #[arg(long)]
+        tls: bool,
     },
     /// Run the simulated model fleet alone (an OpenAI-compatible server), e.g. for benchmarks.
     Simulate {
@@ -226,10 +230,14 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
                     "The store had no admin key; created one. It is shown only now:\nkey admin {secret}"
                 )?;
             }
-            announce(&listener)?;
+            announce(&listener, gateway.tls().is_some())?;
             gateway.serve(listener, shutdown).await
         }
-        Command::Demo { listen, data_dir } => {
+        Command::Demo {
+            listen,
+            data_dir,
+            tls,
+        } => {
             let fleet = bind("127.0.0.1:0".parse()?).await?;
             let fleet_url = format!("http://{}", fleet.local_addr()?);
             let (stop_fleet, fleet_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -240,13 +248,27 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
             let listener = bind(listen).await?;
             let keys = demo::DemoKeys::generate();
             let data_dir = std::path::absolute(&data_dir)?;
-            let text = demo::demo_config(listener.local_addr()?, &fleet_url, &keys, &data_dir);
+            let pki = if tls {
+                Some(demo::DemoTls::generate(&data_dir)?)
+            } else {
+                None
+            };
+            let text = demo::demo_config(
+                listener.local_addr()?,
+                &fleet_url,
+                &keys,
+                &data_dir,
+                pki.as_ref(),
+            );
             let path = demo::write_files(&data_dir, &text)?;
             let config = Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
             tracing::info!(config = %path.display(), fleet = %fleet_url, "demo configuration written");
             let shutdown = shutdown_signal();
             let gateway = Gateway::new(config).await?;
             let mut out = std::io::stdout().lock();
+            if let Some(pki) = &pki {
+                writeln!(out, "tls ca {}", pki.ca().display())?;
+            }
             for (name, _, secret) in &keys.keys {
                 writeln!(out, "key {name} {secret}")?;
             }
@@ -262,7 +284,7 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
                 ),
                 None => {}
             }
-            announce(&listener)?;
+            announce(&listener, gateway.tls().is_some())?;
             let result = gateway.serve(listener, shutdown).await;
             let _ = stop_fleet.send(());
             let _ = fleet_task.await;
@@ -275,7 +297,7 @@ async fn serve_command(command: Command) -> anyhow::Result<()> {
         } => {
             let listener = bind(listen).await?;
             let shutdown = shutdown_signal();
-            announce(&listener)?;
+            announce(&listener, false)?;
             let behaviour = Behaviour {
                 latency_ms,
                 token_interval_ms,
@@ -419,9 +441,10 @@ async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 }
 
 /// The line tests and scripts wait for: the server accepts connections from now on.
-fn announce(listener: &TcpListener) -> anyhow::Result<()> {
+fn announce(listener: &TcpListener, tls: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "listening on http://{}", listener.local_addr()?)?;
+    let scheme = if tls { "https" } else { "http" };
+    writeln!(out, "listening on {scheme}://{}", listener.local_addr()?)?;
     out.flush()?;
     Ok(())
 }

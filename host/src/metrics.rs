@@ -27,6 +27,14 @@ pub struct Metrics {
     pub webhook_failed_attempts_total: AtomicU64,
     pub webhook_dead_total: AtomicU64,
     pub webhook_skipped_total: AtomicU64,
+    pub tls_handshakes_total: AtomicU64,
+    pub tls_handshake_failures_total: AtomicU64,
+    pub tls_handshake_timeouts_total: AtomicU64,
+    pub tls_reloads_total: AtomicU64,
+    pub tls_reload_failures_total: AtomicU64,
+    /// 1 while the last reload attempt failed (the previous material is still in force).
+    pub tls_reload_failing: AtomicU64,
+    pub tls_server_cert_not_after_seconds: AtomicU64,
 }
 
 /// One exposed series: name, type, help text, value.
@@ -47,8 +55,50 @@ impl Metrics {
     }
 
     /// Every series, in the order exposed.
-    fn series(&self) -> [Series<'_>; 19] {
+    fn series(&self) -> [Series<'_>; 26] {
         [
+            (
+                "sovereign_tls_handshakes_total",
+                "counter",
+                "TLS handshakes completed",
+                &self.tls_handshakes_total,
+            ),
+            (
+                "sovereign_tls_handshake_failures_total",
+                "counter",
+                "TLS handshakes refused or failed (bad or missing client certificate, garbage, protocol errors)",
+                &self.tls_handshake_failures_total,
+            ),
+            (
+                "sovereign_tls_handshake_timeouts_total",
+                "counter",
+                "Connections cut off for not finishing the TLS handshake in time",
+                &self.tls_handshake_timeouts_total,
+            ),
+            (
+                "sovereign_tls_reloads_total",
+                "counter",
+                "TLS material (certificate, key, client CAs, CRLs) reloaded and in force",
+                &self.tls_reloads_total,
+            ),
+            (
+                "sovereign_tls_reload_failures_total",
+                "counter",
+                "TLS reloads refused because a new file was broken (the previous material stays in force)",
+                &self.tls_reload_failures_total,
+            ),
+            (
+                "sovereign_tls_reload_failing",
+                "gauge",
+                "1 while the newest TLS files are broken and older material is serving",
+                &self.tls_reload_failing,
+            ),
+            (
+                "sovereign_tls_server_cert_not_after_seconds",
+                "gauge",
+                "Expiry (Unix seconds) of the server certificate in force",
+                &self.tls_server_cert_not_after_seconds,
+            ),
             (
                 "sovereign_rate_limited_total",
                 "counter",

@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use http::StatusCode;
 
-use crate::admin::{journal, keys, policies, shapers, teams, usage, webhooks};
+use crate::admin::{cert_identities, journal, keys, policies, shapers, teams, usage, webhooks};
 use crate::api::{
     activity, chat, completions, documents, embeddings, files, models, rag, vector_stores,
 };
@@ -107,6 +107,14 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/keys/{id}", get(keys::get))
         .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
         .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
+        .route(
+            "/v1/admin/cert-identities",
+            get(cert_identities::list).post(cert_identities::create),
+        )
+        .route(
+            "/v1/admin/cert-identities/{id}",
+            get(cert_identities::get).delete(cert_identities::delete),
+        )
         .route("/v1/admin/journal/verify", get(journal::verify))
         .route(
             "/v1/admin/webhooks",

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 
 use crate::auth::{KEY_PREFIX, generate_secret, hash_secret, is_gateway_key};
 use crate::config::{Config, Role};
-use crate::store::{NewKey, NewTeam, Store, TeamId, TeamPatch};
+use crate::store::{CertSource, NewCertIdentity, NewKey, NewTeam, Store, TeamId, TeamPatch};
 
 /// The environment variable an operator may set to choose the first admin key.
 pub const ADMIN_KEY_ENV: &str = "SOVEREIGN_ADMIN_KEY";
@@ -59,6 +59,7 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
             .await
             .with_context(|| format!("importing key {} from the config", k.name))?;
     }
+    sync_cert_identities(store, config).await?;
 
     let has_admin = store
         .keys(None)
@@ -100,4 +101,54 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
         new_admin_secret: (!from_env).then_some(secret),
         admin_from_env: from_env,
     })
+}
+
+/// The file's `[[cert_identities]]` made true in the store: each one present (same team and
+/// role; recreated when they changed), and config-declared ones the file no longer has removed.
+/// Identities made through the API are left alone; one holding a matcher the file declares is
+/// an error to resolve by hand.
+async fn sync_cert_identities(store: &dyn Store, config: &Config) -> anyhow::Result<()> {
+    let existing = store.cert_identities().await?;
+    for stored in &existing {
+        let wanted = config
+            .cert_identities
+            .iter()
+            .find(|c| c.matcher == stored.matcher);
+        let keep = wanted.is_some_and(|c| {
+            stored.source == CertSource::Config
+                && c.name == stored.name
+                && c.team == stored.team_id.0
+                && c.role == stored.role
+        });
+        match (stored.source, wanted, keep) {
+            (_, _, true) => {}
+            (CertSource::Config, _, false) => {
+                store.delete_cert_identity(stored.id.clone()).await?;
+            }
+            (CertSource::Api, Some(c), false) => anyhow::bail!(
+                "cert_identities `{}`: {} is already mapped by certificate identity {} (made through the API); delete one of them",
+                c.name,
+                c.matcher,
+                stored.id
+            ),
+            (CertSource::Api, None, false) => {}
+        }
+    }
+    let existing = store.cert_identities().await?;
+    for c in &config.cert_identities {
+        if existing.iter().any(|e| e.matcher == c.matcher) {
+            continue;
+        }
+        store
+            .create_cert_identity(NewCertIdentity {
+                name: c.name.clone(),
+                team_id: TeamId(c.team.clone()),
+                role: c.role,
+                matcher: c.matcher.clone(),
+                source: CertSource::Config,
+            })
+            .await
+            .with_context(|| format!("importing cert_identities `{}` from the config", c.name))?;
+    }
+    Ok(())
 }

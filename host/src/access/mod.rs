@@ -5,6 +5,7 @@
 //! Roles are checked per route group (`http`). Limits and their defaults: docs/LIMITS.md.
 
 pub mod bootstrap;
+mod certs;
 mod client;
 mod keys;
 pub mod limits;
@@ -22,13 +23,36 @@ pub use quota::{QuotaExceeded, TokenQuota};
 
 use crate::auth::{AuthError, hash_secret, secret_from_headers};
 use crate::config::{AccessConfig, Plans, RateLimit, Role};
-use crate::store::{Clock, KeyInfo, KeyState, Plan, Store, Team, UnixMillis};
+use crate::store::{CertIdentity, Clock, KeyInfo, KeyState, Plan, Store, Team, UnixMillis};
+use crate::tls::PeerCert;
+
+/// How a caller proved who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A bearer API key (`key_id` is the key's).
+    Key,
+    /// A verified client certificate mapped to a certificate identity (`key_id` is the
+    /// identity's `cid_…`).
+    Certificate,
+}
+
+impl Credential {
+    /// The journal's `auth` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Credential::Key => "key",
+            Credential::Certificate => "mtls",
+        }
+    }
+}
 
 /// Who is calling: resolved once per request, shared by every phase after authentication.
 #[derive(Debug, Clone)]
 pub struct Principal {
-    /// The store's key id (`key_…`): safe to log, list and journal.
+    /// The store's key id (`key_…`), or the certificate identity's (`cid_…`): safe to log, list
+    /// and journal; usage, limits and budgets are kept under it.
     pub key_id: String,
+    pub credential: Credential,
     pub key_name: String,
     pub team_id: String,
     pub role: Role,
@@ -71,6 +95,7 @@ impl Principal {
         };
         Ok(Principal {
             key_id: key.id.0.clone(),
+            credential: Credential::Key,
             key_name: key.name.clone().unwrap_or_default(),
             team_id: team.id.0.clone(),
             role: key.role,
@@ -87,6 +112,29 @@ impl Principal {
         })
     }
 
+    /// A certificate identity and its team, with the plan's limits (an identity has no limits of
+    /// its own; its team's caps and budgets apply as for a key).
+    pub fn for_certificate(identity: &CertIdentity, team: &Team, plans: &Plans) -> Principal {
+        let plan = plans.get(team.plan);
+        Principal {
+            key_id: identity.id.clone(),
+            credential: Credential::Certificate,
+            key_name: identity.name.clone(),
+            team_id: team.id.0.clone(),
+            role: identity.role,
+            plan: team.plan,
+            expires_at: None,
+            grace_until: None,
+            allowlist: Vec::new(),
+            rate: plan.rate,
+            key_tokens_per_day: plan.tokens_per_day,
+            team_tokens_per_day: team.token_cap_per_day.or(plan.tokens_per_day),
+            allowed_regions: team.allowed_regions.clone(),
+            sensitive_only: team.sensitive_only,
+            allowed_models: team.allowed_models.clone(),
+        }
+    }
+
     /// Whether the key still authenticates at `now` (expiry and rotation grace).
     pub fn usable_at(&self, now: UnixMillis) -> bool {
         self.expires_at.is_none_or(|t| now < t) && self.grace_until.is_none_or(|t| now < t)
@@ -100,6 +148,7 @@ impl Principal {
     pub fn test(key: &str, team: &str, role: Role) -> Principal {
         Principal {
             key_id: key.into(),
+            credential: Credential::Key,
             key_name: key.into(),
             team_id: team.into(),
             role,
@@ -133,6 +182,7 @@ pub struct Access {
     clock: Arc<dyn Clock>,
     limit_clock: LimitClock,
     cache: KeyCache,
+    certs: certs::CertTable,
     addresses: Option<limits::AddressLimits>,
     pub quota: Arc<TokenQuota>,
     config: AccessConfig,
@@ -148,6 +198,8 @@ impl Access {
         plans: Plans,
     ) -> anyhow::Result<Access> {
         let quota = TokenQuota::load(store.as_ref(), clock.now_ms()).await?;
+        let certs = certs::CertTable::default();
+        certs.replace(store.cert_identities().await?);
         let addresses = config
             .ip_limit
             .map(|rate| limits::AddressLimits::new(rate, limit_clock.clone()));
@@ -156,6 +208,7 @@ impl Access {
             clock,
             limit_clock,
             cache: KeyCache::default(),
+            certs,
             addresses,
             quota: Arc::new(quota),
             config,
@@ -184,8 +237,64 @@ impl Access {
         self.addresses.as_ref().map(|a| a.check(ip))
     }
 
-    /// The key in the `Authorization` header: from the cache, else the store (then cached).
+    /// Who is calling: the verified client certificate's identity, or the bearer key, or both
+    /// (then they must name the same team, and the key is the caller). A certificate that maps
+    /// to no identity is refused even with a key: the operator asked for certificates to mean
+    /// something.
     pub async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+        peer: Option<&PeerCert>,
+    ) -> Result<Arc<CachedKey>, AuthError> {
+        let Some(peer) = peer else {
+            return self.authenticate_key(headers).await;
+        };
+        let identity = self
+            .certs
+            .find(peer)
+            .ok_or_else(|| AuthError::CertificateUnmapped(peer.subject.clone()))?;
+        if headers.contains_key(http::header::AUTHORIZATION) {
+            let key = self.authenticate_key(headers).await?;
+            if key.principal.team_id != identity.team_id.0 {
+                return Err(AuthError::TeamMismatch {
+                    certificate: identity.team_id.0.clone(),
+                    key: key.principal.team_id.clone(),
+                });
+            }
+            return Ok(key);
+        }
+        self.authenticate_certificate(&identity).await
+    }
+
+    async fn authenticate_certificate(
+        &self,
+        identity: &CertIdentity,
+    ) -> Result<Arc<CachedKey>, AuthError> {
+        let hash = hash_secret(&format!("cert-identity:{}", identity.id));
+        if let Some(hit) = self.cache.get(&hash) {
+            return Ok(hit);
+        }
+        let generation = self.cache.generation();
+        let team = self
+            .store
+            .team(identity.team_id.clone())
+            .await
+            .map_err(|e| AuthError::Unavailable(e.to_string()))?
+            .ok_or_else(|| AuthError::CertificateUnmapped(identity.name.clone()))?;
+        let principal = Principal::for_certificate(identity, &team, &self.plans);
+        let limiter = principal
+            .rate
+            .map(|r| limits::key_limiter(r, &self.limit_clock));
+        let entry = Arc::new(CachedKey {
+            principal: Arc::new(principal),
+            limiter,
+            last_touch: Default::default(),
+        });
+        Ok(self.cache.fill(generation, hash, entry))
+    }
+
+    /// The key in the `Authorization` header: from the cache, else the store (then cached).
+    async fn authenticate_key(
         &self,
         headers: &http::HeaderMap,
     ) -> Result<Arc<CachedKey>, AuthError> {
@@ -279,6 +388,24 @@ impl Access {
 
     /// After a team changed (plan, caps, regions) or was deleted.
     pub fn invalidate_team(&self, team_id: &str) {
+        self.cache.invalidate(|p| p.team_id == team_id);
+    }
+
+    /// After a certificate identity was stored: it authenticates from now on.
+    pub fn add_cert_identity(&self, identity: CertIdentity) {
+        self.certs.insert(identity);
+    }
+
+    /// After a certificate identity was deleted from the store: when this returns, no request
+    /// authenticates with it.
+    pub fn remove_cert_identity(&self, id: &str) {
+        self.certs.remove(id);
+        self.cache.invalidate(|p| p.key_id == id);
+    }
+
+    /// After a team was deleted (its identities went with it in the store).
+    pub fn remove_team_identities(&self, team_id: &str) {
+        self.certs.remove_team(team_id);
         self.cache.invalidate(|p| p.team_id == team_id);
     }
 

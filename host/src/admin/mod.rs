@@ -2,6 +2,7 @@
 //! shapers, journal verification. Every handler here is behind the admin role (usage: auditors
 //! too), and speaks only to the domain modules' public faces.
 
+pub mod cert_identities;
 pub mod journal;
 pub mod keys;
 pub mod policies;

@@ -127,7 +127,7 @@ pub async fn delete(
     if !app.0.store.delete_team(team.id.clone()).await? {
         return Err(not_found(&id));
     }
-    app.0.access.invalidate_team(&team.id.0);
+    app.0.access.remove_team_identities(&team.id.0);
     app.0.budgets.forget(&BudgetScope::Team(team.id.clone()));
     for k in keys {
         app.0.budgets.forget(&BudgetScope::Key(k.id));

@@ -24,6 +24,7 @@ mod models;
 mod routing;
 mod server;
 mod teams;
+mod tls;
 mod webhooks;
 
 pub use access::{AccessConfig, PlanLimits, Plans, RateLimit, parse_cidr};
@@ -36,6 +37,7 @@ pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts}
 pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
 pub use server::ServerConfig;
 pub use teams::{KeyConfig, Plan, Role, TeamConfig};
+pub use tls::{CertIdentityConfig, TlsConfig};
 pub use webhooks::WebhooksConfig;
 
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +78,11 @@ struct RawConfig {
     health: health::RawHealth,
     #[serde(default)]
     documents: documents::RawDocuments,
-    // `tls` and `store` sections go here, each `#[serde(default)]` from its own file.
+    #[serde(default)]
+    tls: Option<tls::RawTls>,
+    #[serde(default)]
+    cert_identities: Vec<tls::RawCertIdentity>,
+    // A `store` section goes here, `#[serde(default)]` from its own file.
 }
 
 fn default_data_dir() -> String {
@@ -123,6 +129,10 @@ pub struct Config {
     pub documents: DocumentsConfig,
     /// Passive health and fallback (`[health]`).
     pub health: HealthConfig,
+    /// The HTTPS listener; `None`: plain HTTP.
+    pub tls: Option<TlsConfig>,
+    /// Client certificates mapped to teams and roles (`[[cert_identities]]`).
+    pub cert_identities: Vec<CertIdentityConfig>,
 }
 
 /// Every problem found in a configuration, each with its path.
@@ -181,10 +191,11 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     let server = server::validate(&raw.server, &mut err);
     models::check_fallbacks(&raw.models, &mut err);
     let health = health::validate(&raw.health, &mut err);
-    let (models, model_ids) = models::validate(raw.models, &mut err);
+    let (models, model_ids) = models::validate(raw.models, base, &mut err);
     models::check_default_model(&raw.default_model, &models, &model_ids, &mut err);
     let (teams, team_ids) = teams::validate_teams(raw.teams, &mut err);
     let keys = teams::validate_keys(raw.keys, &team_ids, &mut err);
+    let cert_identities = tls::validate_identities(raw.cert_identities, &team_ids, &mut err);
     let routing = raw.routing.map(|r| routing::validate(r, base, &mut err));
     let access = access::validate(&raw.access, &mut err);
     let plans = access::plans(raw.plans);
@@ -192,7 +203,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     let guardrail = raw
         .guardrail
         .map(|g| guardrail::validate(g, base, &mut err));
-    let webhooks = webhooks::validate(raw.webhooks, &mut err);
+    let webhooks = webhooks::validate(raw.webhooks, base, &mut err);
     let documents = documents::validate(raw.documents, base, &mut err);
     if let Some(id) = &documents.embedding_model
         && !models
@@ -206,7 +217,18 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     }
     let data_dir = base.join(&raw.data_dir);
     let journal = journal::validate(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
-    // `tls` and `store`: validated here, each by its own file.
+    let tls = raw.tls.and_then(|t| tls::validate(t, base, &mut err));
+    if !cert_identities.is_empty()
+        && tls
+            .as_ref()
+            .is_none_or(|t| t.spec.client_auth == crate::tls::ClientAuth::Off)
+    {
+        err(
+            "cert_identities".into(),
+            "certificate identities need [tls] with client_auth \"optional\" or \"required\"",
+        );
+    }
+    // `store`: validated here, by its own file.
 
     match server {
         Some(server) if errors.is_empty() => Ok(Config {
@@ -227,6 +249,8 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             webhooks,
             documents,
             health,
+            tls,
+            cert_identities,
         }),
         _ => Err(ConfigErrors(errors)),
     }

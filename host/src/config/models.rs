@@ -73,6 +73,9 @@ pub(super) struct RawModel {
     /// Models to try, in order, when this one fails before answering.
     #[serde(default)]
     fallbacks: Vec<String>,
+    /// An `https` upstream's CA bundle and optional client certificate.
+    #[serde(default)]
+    tls: Option<super::tls::RawClientTls>,
 }
 
 fn default_context_window() -> u32 {
@@ -112,6 +115,9 @@ pub struct ModelConfig {
     /// Models to try, in order, when this one fails before answering (each exists, is of the
     /// same kind and is not this model).
     pub fallbacks: Vec<ModelId>,
+    /// The private CA bundle (and client certificate) for an `https` base URL; `None`: the
+    /// system's trust store.
+    pub tls: Option<crate::tls::ClientSpec>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +142,7 @@ pub(super) fn check_fallbacks(models: &[RawModel], err: &mut impl FnMut(String, 
 /// The valid models, and every id seen (first index of each), valid model or not.
 pub(super) fn validate(
     raw: Vec<RawModel>,
+    base: &std::path::Path,
     err: &mut impl FnMut(String, &str),
 ) -> (Vec<Arc<ModelConfig>>, HashMap<String, usize>) {
     let mut models = Vec::new();
@@ -204,6 +211,9 @@ pub(super) fn validate(
                 "must name an environment variable",
             );
         }
+        let tls = m
+            .tls
+            .and_then(|t| super::tls::validate_client(t, &format!("{p}.tls"), base, err));
         if let Some(base_url) = base_url {
             models.push(Arc::new(ModelConfig {
                 upstream_model: m.upstream_model.unwrap_or_else(|| m.id.clone()),
@@ -225,6 +235,7 @@ pub(super) fn validate(
                     stream_idle: Duration::from_millis(m.stream_idle_timeout_ms),
                 },
                 fallbacks: m.fallbacks.into_iter().map(ModelId).collect(),
+                tls,
             }));
         }
     }

@@ -26,6 +26,9 @@ pub(super) struct RawWebhooks {
     /// Delivered and skipped deliveries are pruned after this long (dead letters stay).
     keep_delivered_hours: u64,
     max_subscriptions: u32,
+    /// Targets' CA bundle (and a client certificate) for `https` destinations; absent: the
+    /// system's trust store.
+    tls: Option<super::tls::RawClientTls>,
 }
 
 impl Default for RawWebhooks {
@@ -40,6 +43,7 @@ impl Default for RawWebhooks {
             request_completed_after_ms: 10_000,
             keep_delivered_hours: 7 * 24,
             max_subscriptions: 100,
+            tls: None,
         }
     }
 }
@@ -56,16 +60,25 @@ pub struct WebhooksConfig {
     pub request_completed_after: Duration,
     pub keep_delivered: Duration,
     pub max_subscriptions: usize,
+    pub tls: Option<crate::tls::ClientSpec>,
 }
 
 impl Default for WebhooksConfig {
     fn default() -> Self {
         // The defaults are valid (a unit test holds it), so nothing is reported.
-        validate(RawWebhooks::default(), &mut |_: String, _: &str| {})
+        validate(
+            RawWebhooks::default(),
+            std::path::Path::new("."),
+            &mut |_: String, _: &str| {},
+        )
     }
 }
 
-pub(super) fn validate(w: RawWebhooks, err: &mut impl FnMut(String, &str)) -> WebhooksConfig {
+pub(super) fn validate(
+    w: RawWebhooks,
+    base: &std::path::Path,
+    err: &mut impl FnMut(String, &str),
+) -> WebhooksConfig {
     let ms = Duration::from_millis;
     if w.timeout_ms == 0 || w.timeout_ms > 300_000 {
         err("webhooks.timeout_ms".into(), "must be between 1 and 300000");
@@ -98,6 +111,9 @@ pub(super) fn validate(w: RawWebhooks, err: &mut impl FnMut(String, &str)) -> We
         request_completed_after: ms(w.request_completed_after_ms),
         keep_delivered: Duration::from_secs(w.keep_delivered_hours.saturating_mul(3_600)),
         max_subscriptions: w.max_subscriptions as usize,
+        tls: w
+            .tls
+            .and_then(|t| super::tls::validate_client(t, "webhooks.tls", base, err)),
     }
 }
 
@@ -108,9 +124,11 @@ mod tests {
     #[test]
     fn the_defaults_are_valid() {
         let mut errors = Vec::new();
-        validate(RawWebhooks::default(), &mut |p: String, m: &str| {
-            errors.push(format!("{p}: {m}"))
-        });
+        validate(
+            RawWebhooks::default(),
+            std::path::Path::new("."),
+            &mut |p: String, m: &str| errors.push(format!("{p}: {m}")),
+        );
         assert!(errors.is_empty(), "{errors:?}");
     }
 }

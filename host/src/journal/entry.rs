@@ -44,6 +44,11 @@ pub struct EntryDraft {
     pub actor_id: String,
     pub team_id: String,
     pub key_id: String,
+    /// How the caller authenticated: `key` or `mtls` (`None` only in entries written before
+    /// the field existed).
+    pub auth: Option<String>,
+    /// `sha256:<hex>` of the client certificate the connection presented, when it did.
+    pub cert_sha256: Option<String>,
     /// e.g. `chat.completions`, `embeddings`.
     pub action: String,
     /// The model that served (or would have served) the request; `None` before one is known.
@@ -71,6 +76,11 @@ pub struct Entry {
     pub actor_id: String,
     pub team_id: String,
     pub key_id: String,
+    /// Absent from the line when `None` (entries from before issue 16 hash as they did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_sha256: Option<String>,
     pub action: String,
     pub model: Option<String>,
     pub prompt_hash: Option<String>,
@@ -101,6 +111,8 @@ impl Entry {
             actor_id: draft.actor_id,
             team_id: draft.team_id,
             key_id: draft.key_id,
+            auth: draft.auth,
+            cert_sha256: draft.cert_sha256,
             action: draft.action,
             model: draft.model,
             prompt_hash: draft.prompt_hash,
@@ -143,6 +155,13 @@ fn encode_split(entry: &Entry, head: &mut Vec<u8>, tail: &mut Vec<u8>) {
     head.push(b'{');
     key_str(head, "action", &entry.action);
     key_str(head, "actor_id", &entry.actor_id);
+    // Written only when present, so older entries keep their encoding.
+    if let Some(auth) = &entry.auth {
+        key_str(head, "auth", auth);
+    }
+    if let Some(cert) = &entry.cert_sha256 {
+        key_str(head, "cert_sha256", cert);
+    }
     key_opt_u64(head, "completion_tokens", entry.completion_tokens);
     key_str(tail, "key_id", &entry.key_id);
     key_u64(tail, "latency_us", entry.latency_us);
@@ -186,6 +205,10 @@ struct RawRecord {
     actor_id: String,
     team_id: String,
     key_id: String,
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    cert_sha256: Option<String>,
     action: String,
     model: Option<String>,
     prompt_hash: Option<String>,
@@ -210,6 +233,8 @@ impl Record {
             actor_id: r.actor_id,
             team_id: r.team_id,
             key_id: r.key_id,
+            auth: r.auth,
+            cert_sha256: r.cert_sha256,
             action: r.action,
             model: r.model,
             prompt_hash: r.prompt_hash,
@@ -398,6 +423,8 @@ mod tests {
                 actor_id: "alice \"ü\"\n".into(),
                 team_id: "t".into(),
                 key_id: "k".into(),
+                auth: Some("key".into()),
+                cert_sha256: None,
                 action: "chat.completions".into(),
                 model: None,
                 prompt_hash: Some(sha256_tagged(b"hi")),
@@ -450,6 +477,8 @@ mod tests {
                 actor_id: text.into(),
                 team_id: "t\u{7f}\u{2028}".into(),
                 key_id: "k".into(),
+                auth: Some("key".into()),
+                cert_sha256: None,
                 action: "chat.completions".into(),
                 model: optional.then(|| text.to_string()),
                 prompt_hash: optional.then(|| "sha256:00".to_string()),

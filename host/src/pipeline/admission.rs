@@ -21,6 +21,7 @@ use crate::metrics::Metrics;
 use crate::server::body;
 use crate::server::error::ApiError;
 use crate::state::AppState;
+use crate::tls::PeerCert;
 
 /// Per-address rate limit, then the key (401). Unauthenticated requests stop here, so they are
 /// neither journaled nor counted against any key.
@@ -44,7 +45,13 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
             ))
             .into_response()
         }
-        _ => match access.authenticate(req.headers()).await {
+        _ => match access
+            .authenticate(
+                req.headers(),
+                req.extensions().get::<Arc<PeerCert>>().map(AsRef::as_ref),
+            )
+            .await
+        {
             Ok(key) => {
                 req.extensions_mut().insert(key.principal.clone());
                 req.extensions_mut().insert(ClientIp(ip));

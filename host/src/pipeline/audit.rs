@@ -29,6 +29,7 @@ use crate::pipeline::RequestCtx;
 use crate::routing::Route;
 use crate::server::error::ApiError;
 use crate::state::AppState;
+use crate::tls::PeerCert;
 use crate::upstream::{StreamOutcome, StreamSummary, Usage};
 
 /// Names the actor a request is made for, when the body has no `user`.
@@ -238,6 +239,7 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         request_id: ctx.id,
         started: ctx.started,
         principal,
+        peer: req.extensions().get::<Arc<PeerCert>>().cloned(),
         action: action(req.method(), req.uri().path()),
         header_actor,
     }));
@@ -310,6 +312,8 @@ struct Unwritten {
     request_id: Arc<str>,
     started: Instant,
     principal: Arc<Principal>,
+    /// The verified client certificate of the connection, if any.
+    peer: Option<Arc<PeerCert>>,
     action: String,
     header_actor: Option<String>,
 }
@@ -327,6 +331,8 @@ impl Unwritten {
                 .unwrap_or_else(|| p.key_id.to_string()),
             team_id: p.team_id.to_string(),
             key_id: p.key_id.to_string(),
+            auth: Some(p.credential.as_str().to_string()),
+            cert_sha256: self.peer.as_ref().map(|c| c.fingerprint.clone()),
             action: self.action.clone(),
             model: f.model.clone(),
             prompt_hash: f.prompt_hash.clone(),

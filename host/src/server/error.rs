@@ -144,6 +144,14 @@ impl From<AuthError> for ApiError {
                 ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
                     .with_code("revoked_api_key")
             }
+            AuthError::CertificateUnmapped(_) => {
+                ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
+                    .with_code("certificate_not_mapped")
+            }
+            AuthError::TeamMismatch { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
+                    .with_code("identity_mismatch")
+            }
             _ => ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
                 .with_code("invalid_api_key"),
         }

@@ -1,8 +1,10 @@
 //! HTTP transport, knowing no endpoint: the accept loop (`serve`: `TCP_NODELAY`, connection cap,
 //! header-read timeout, graceful shutdown), request bodies under their limits (`body`), API
-//! parameters (`params`) and the one place errors become responses (`error`). TLS goes here.
+//! parameters (`params`), the one place errors become responses (`error`) and the HTTPS side of
+//! the listener (`tls`: handshake deadline, client certificates, hot reload).
 
 pub mod body;
 pub mod error;
 pub mod params;
 pub mod serve;
+pub mod tls;

@@ -2,7 +2,8 @@
 //! every token needs: `TCP_NODELAY` on every accepted socket (Nagle + delayed ACK otherwise add
 //! ~40 ms per response), a cap on open connections, a timeout on reading request headers (slow
 //! clients are cut off), and graceful shutdown (stop accepting, let in-flight requests finish
-//! within a grace period).
+//! within a grace period). With TLS, the handshake (under its own deadline) comes first and
+//! ALPN picks the protocol; the client certificate rides on every request of the connection.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,6 +20,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
+use super::tls::TlsListener;
+
 #[derive(Debug, Clone, Copy)]
 pub struct ServeOptions {
     pub max_connections: usize,
@@ -31,6 +34,7 @@ pub async fn serve(
     listener: TcpListener,
     app: axum::Router,
     opts: ServeOptions,
+    tls: Option<Arc<TlsListener>>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(opts.max_connections));
@@ -78,15 +82,44 @@ pub async fn serve(
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let header_read_timeout = opts.header_read_timeout;
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if !sniffed_in_time(&stream, header_read_timeout).await {
-                return drop(permit);
-            }
-            let conn = builder.serve_connection_with_upgrades(
-                TokioIo::new(stream),
-                TowerToHyperService::new(svc),
-            );
-            if let Err(e) = watcher.watch(conn).await {
+            let result = match tls {
+                None => {
+                    if !sniffed_in_time(&stream, header_read_timeout).await {
+                        return drop(permit);
+                    }
+                    let conn = builder.serve_connection_with_upgrades(
+                        TokioIo::new(stream),
+                        TowerToHyperService::new(svc),
+                    );
+                    watcher.watch(conn).await
+                }
+                Some(tls) => {
+                    let Some(accepted) = tls.accept(stream).await else {
+                        return drop(permit);
+                    };
+                    let peer_cert = accepted.peer;
+                    let svc = svc.map_request(move |mut req: http::Request<Incoming>| {
+                        if let Some(c) = &peer_cert {
+                            req.extensions_mut().insert(c.clone());
+                        }
+                        req
+                    });
+                    // ALPN decided the protocol, so no sniffing (and no unbounded wait in it).
+                    let builder = if accepted.h2 {
+                        builder.http2_only()
+                    } else {
+                        builder.http1_only()
+                    };
+                    let conn = builder.serve_connection_with_upgrades(
+                        TokioIo::new(accepted.stream),
+                        TowerToHyperService::new(svc),
+                    );
+                    watcher.watch(conn).await
+                }
+            };
+            if let Err(e) = result {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
             drop(permit);

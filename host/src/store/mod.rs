@@ -7,6 +7,7 @@
 //! The box costs one allocation per call, nothing next to a database round trip; the hot path
 //! (authenticating a key) is meant to hit an in-memory cache in front of the store.
 
+pub mod cert_identities;
 pub mod clock;
 pub mod documents;
 pub mod group_commit;
@@ -17,6 +18,7 @@ pub mod webhooks;
 use futures_util::future::BoxFuture;
 use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
 
+pub use cert_identities::{CertIdentity, CertSource, NewCertIdentity};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use types::{
     BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
@@ -161,4 +163,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'_, StoreResult<u64>>;
     /// Deletes delivered and skipped deliveries finished before `before`.
     fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
+
+    // Certificate identities (mutual TLS).
+    /// `Invalid` (field `match`) when another identity has the same matcher.
+    fn create_cert_identity(
+        &self,
+        identity: NewCertIdentity,
+    ) -> BoxFuture<'_, StoreResult<CertIdentity>>;
+    fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>>;
+    /// `false` when there was no such identity.
+    fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
 }

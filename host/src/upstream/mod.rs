@@ -113,13 +113,20 @@ impl Upstreams {
                 })?),
                 None => None,
             };
-            let client = reqwest::Client::builder()
+            let mut builder = reqwest::Client::builder()
                 .connect_timeout(m.timeouts.connect)
                 .tcp_nodelay(true)
                 .pool_idle_timeout(Duration::from_secs(90))
                 .pool_max_idle_per_host(1024)
-                .user_agent(concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION")))
-                .build()?;
+                .user_agent(concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION")));
+            if let Some(tls) = &m.tls {
+                // The model's own CA bundle (and client certificate): no system trust store.
+                let tls = tls
+                    .load()
+                    .map_err(|e| anyhow::anyhow!("model `{}`: tls: {e}", m.id))?;
+                builder = builder.tls_backend_preconfigured(tls);
+            }
+            let client = builder.build()?;
             clients.insert(
                 m.id.clone(),
                 ModelClient {

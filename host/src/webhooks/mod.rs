@@ -169,7 +169,14 @@ impl Webhooks {
         shapers: Arc<Shapers>,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Webhooks> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(tls) = &config.tls {
+            let tls = tls
+                .load()
+                .map_err(|e| anyhow::anyhow!("webhooks: tls: {e}"))?;
+            builder = builder.tls_backend_preconfigured(tls);
+        }
+        let client = builder
             .dns_resolver(destination::GuardedResolver {
                 allow_loopback: config.allow_loopback,
             })

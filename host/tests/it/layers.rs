@@ -48,12 +48,13 @@ const LAYERS: &[(&str, u8)] = &[
     ("policy", 30),
     ("events", 30), // journal
     ("upstream", 30),
-    // The lowest layer (`tls` goes here too).
+    // The lowest layer.
     ("store", 14), // auth, config
     ("auth", 13),
     ("metrics", 13),
     ("config", 12), // journal (the journal's own open settings)
     ("journal", 11),
+    ("tls", 11), // knows no other module: PEM files, rustls configs, certificate facts
 ];
 
 /// Layers whose modules may import each other.

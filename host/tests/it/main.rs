@@ -62,7 +62,7 @@ impl Stack {
         let dir = scratch_dir();
         // Compiled policies are cached across tests (a debug build compiles the router slowly).
         let cache = concat!(env!("CARGO_TARGET_TMPDIR"), "/policy-cache");
-        let text = demo_config(addr, &fleet_url, &keys, &dir).replace(
+        let text = demo_config(addr, &fleet_url, &keys, &dir, None).replace(
             &format!("{:?}", dir.join("policy-cache").display().to_string()),
             &format!("{cache:?}"),
         );

@@ -183,6 +183,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX vector_stores_by_team ON vector_stores(team_id, id);
     ",
+    // 8: certificate identities (issue 16): a client certificate's matcher (SAN URI, SAN DNS name,
+    // key pin) mapped to a team and role; one identity per matcher; a team's deletion takes them.
+    r"
+    CREATE TABLE cert_identities (
+        id          TEXT PRIMARY KEY,             -- cid_ + UUIDv7
+        name        TEXT NOT NULL,
+        team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        role        TEXT NOT NULL,
+        match_kind  TEXT NOT NULL,                -- uri | dns | spki_sha256
+        match_value TEXT NOT NULL,
+        source      TEXT NOT NULL,                -- api | config
+        created_at  INTEGER NOT NULL,
+        UNIQUE (match_kind, match_value)
+    ) STRICT;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,7 @@
 //! [`SqliteStore`], another process) stays correct: every check-and-change is one transaction.
 
 mod budgets;
+mod cert_identities;
 mod documents;
 mod keys;
 pub(crate) mod migrations;
@@ -24,9 +25,9 @@ use futures_util::future::BoxFuture;
 use rusqlite::Connection;
 
 use super::{
-    BudgetScope, BudgetState, Clock, CreatedKey, KeyId, KeyInfo, Micros, NewKey, NewTeam,
-    ReservationId, ReserveOutcome, Store, StoreError, StoreResult, Team, TeamId, TeamPatch,
-    UnixMillis, UsageFilter, UsageRecord, UsageRow,
+    BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
+    NewCertIdentity, NewKey, NewTeam, ReservationId, ReserveOutcome, Store, StoreError,
+    StoreResult, Team, TeamId, TeamPatch, UnixMillis, UsageFilter, UsageRecord, UsageRow,
 };
 use crate::store::documents::{
     ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
@@ -149,6 +150,21 @@ impl Store for SqliteStore {
 
     fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
         self.run(move |c, _| teams::delete(c, id))
+    }
+
+    fn create_cert_identity(
+        &self,
+        identity: NewCertIdentity,
+    ) -> BoxFuture<'_, StoreResult<CertIdentity>> {
+        self.run(move |c, now| cert_identities::create(c, now, identity))
+    }
+
+    fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>> {
+        self.run(|c, _| cert_identities::list(c))
+    }
+
+    fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| cert_identities::delete(c, &id))
     }
 
     fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {

@@ -26,6 +26,8 @@ pub fn draft(i: u64) -> EntryDraft {
         actor_id: format!("user-{}", i % 7),
         team_id: "team-a".into(),
         key_id: "0123456789ab".into(),
+        auth: Some("key".into()),
+        cert_sha256: None,
         action: "chat.completions".into(),
         model: Some("llama-3-8b".into()),
         prompt_hash: Some(sha256_tagged(format!("prompt {i}").as_bytes())),

@@ -1,6 +1,10 @@
 //! `sovereign demo`: the gateway on embedded defaults in front of the simulated fleet, in one
 //! process, with freshly generated keys — a newcomer's first run. The configuration it builds is
-//! an ordinary config file, written to the data directory so it can be read and reused.
+//! an ordinary config file, written to the data directory so it can be read and reused. With
+//! `--tls`, a demo PKI (`pki`) is written under `<data-dir>/tls/` and the listener speaks HTTPS
+//! with optional client certificates, one mapped to each demo role.
+
+pub mod pki;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -30,6 +34,127 @@ impl DemoKeys {
     }
 }
 
+/// The demo PKI's files under `<data-dir>/tls/`.
+pub struct DemoTls {
+    pub dir: std::path::PathBuf,
+}
+
+/// The roles with a client certificate each, mapped by SAN URI `spiffe://demo.sovereign/<role>`;
+/// `revoked` (in the CRL) and `expired` are mapped too, so the handshake is what refuses them.
+pub const DEMO_CLIENTS: [(&str, &str); 5] = [
+    ("admin", "admin"),
+    ("member", "member"),
+    ("auditor", "auditor"),
+    ("revoked", "member"),
+    ("expired", "member"),
+];
+
+/// The SAN URI of a demo client certificate.
+pub fn demo_client_uri(name: &str) -> String {
+    format!("spiffe://demo.sovereign/team/demo/{name}")
+}
+
+impl DemoTls {
+    pub fn ca(&self) -> std::path::PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Writes a fresh demo PKI: `ca.pem`, `server.pem`/`.key` (for `localhost`, `127.0.0.1`,
+    /// `::1`), `client-<name>.pem`/`.key` for each of [`DEMO_CLIENTS`], `crl.pem` (revoking
+    /// `client-revoked`). Keys are written 0600.
+    pub fn generate(data_dir: &Path) -> anyhow::Result<DemoTls> {
+        use pki::{Authority, Leaf, Validity};
+        let dir = data_dir.join("tls");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut ca = Authority::root("Sovereign demo root CA")?;
+        let server = ca.issue(&Leaf::server(
+            "localhost",
+            &["localhost"],
+            &[
+                std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::Ipv6Addr::LOCALHOST.into(),
+            ],
+        ))?;
+        write(&dir.join("ca.pem"), &ca.cert_pem(), false)?;
+        write(&dir.join("server.pem"), &server.chain_pem, false)?;
+        write(&dir.join("server.key"), &server.key_pem, true)?;
+        let mut revoked = Vec::new();
+        for (name, _) in DEMO_CLIENTS {
+            let mut leaf = Leaf::client(&format!("demo-{name}"));
+            leaf.uris.push(demo_client_uri(name));
+            if name == "expired" {
+                leaf.validity = Validity::Expired;
+            }
+            let issued = ca.issue(&leaf)?;
+            if name == "revoked" {
+                revoked.push(issued.serial);
+            }
+            write(
+                &dir.join(format!("client-{name}.pem")),
+                &issued.chain_pem,
+                false,
+            )?;
+            write(
+                &dir.join(format!("client-{name}.key")),
+                &issued.key_pem,
+                true,
+            )?;
+        }
+        write(&dir.join("crl.pem"), &ca.crl(&revoked)?, false)?;
+        Ok(DemoTls { dir })
+    }
+
+    /// The `[tls]` section and `[[cert_identities]]` of the demo config.
+    fn config(&self) -> String {
+        let path = |f: &str| format!("{:?}", self.dir.join(f).display().to_string());
+        let mut t = format!(
+            "[tls]
+cert = {}
+key = {}
+client_auth = \"optional\"
+client_ca = [{}]
+crls = [{}]
+
+",
+            path("server.pem"),
+            path("server.key"),
+            path("ca.pem"),
+            path("crl.pem"),
+        );
+        for (name, role) in DEMO_CLIENTS {
+            let _ = writeln!(
+                t,
+                "[[cert_identities]]
+name = \"demo-{name}\"
+team = \"demo\"
+role = \"{role}\"
+uri = \"{}\"
+",
+                demo_client_uri(name)
+            );
+        }
+        t
+    }
+}
+
+fn write(path: &Path, text: &str, secret: bool) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = secret;
+    let mut f = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// The demo's routing document for the built-in rules router (written as `routing.yaml`).
 pub const DEMO_ROUTING: &str = "\
 # Written by `sovereign demo`: the built-in rules router's document. Routes are tried top to
@@ -55,6 +180,7 @@ pub fn demo_config(
     fleet_url: &str,
     keys: &DemoKeys,
     data_dir: &Path,
+    tls: Option<&DemoTls>,
 ) -> String {
     let mut t = String::new();
     let _ = writeln!(
@@ -89,6 +215,9 @@ pub fn demo_config(
             "[[keys]]\nname = \"{name}\"\nteam = \"demo\"\nrole = \"{role}\"\nhash = \"{}\"\n",
             auth::hash_for_config(secret)
         );
+    }
+    if let Some(tls) = tls {
+        t.push_str(&tls.config());
     }
     t
 }
@@ -152,6 +281,7 @@ mod tests {
             "http://127.0.0.1:9",
             &keys,
             &dir,
+            None,
         );
         let path = write_files(&dir, &text).unwrap();
         let c = Config::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -159,5 +289,39 @@ mod tests {
         assert_eq!(c.models.len(), demo_fleet().len());
         assert_eq!(c.keys.len(), 3);
         assert!(!text.contains(&keys.keys[0].2), "secrets never written");
+        assert!(c.tls.is_none());
+    }
+
+    #[test]
+    fn the_demo_pki_makes_a_valid_tls_config() {
+        let dir = std::env::temp_dir().join(format!("sovereign-demo-tls-{}", std::process::id()));
+        let keys = DemoKeys::generate();
+        let tls = DemoTls::generate(&dir).unwrap();
+        let text = demo_config(
+            "127.0.0.1:0".parse().unwrap(),
+            "http://127.0.0.1:9",
+            &keys,
+            &dir,
+            Some(&tls),
+        );
+        let path = write_files(&dir, &text).unwrap();
+        let c = Config::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let t = c.tls.as_ref().unwrap();
+        assert_eq!(t.spec.client_auth, crate::tls::ClientAuth::Optional);
+        assert_eq!(c.cert_identities.len(), DEMO_CLIENTS.len());
+        for f in [
+            "ca.pem",
+            "server.pem",
+            "server.key",
+            "crl.pem",
+            "client-admin.pem",
+            "client-member.key",
+            "client-auditor.pem",
+            "client-revoked.pem",
+            "client-expired.key",
+        ] {
+            assert!(dir.join("tls").join(f).is_file(), "{f}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
