@@ -240,7 +240,8 @@ impl Access {
     /// Who is calling: the verified client certificate's identity, or the bearer key, or both
     /// (then they must name the same team, and the key is the caller). A certificate that maps
     /// to no identity is refused even with a key: the operator asked for certificates to mean
-    /// something.
+    /// something. Beside a mapped certificate, a bearer value that is not a gateway key
+    /// (`sk-sov-…`) is a placeholder and ignored: the SDKs insist on some `api_key`.
     pub async fn authenticate(
         &self,
         headers: &http::HeaderMap,
@@ -253,7 +254,8 @@ impl Access {
             .certs
             .find(peer)
             .ok_or_else(|| AuthError::CertificateUnmapped(peer.subject.clone()))?;
-        if headers.contains_key(http::header::AUTHORIZATION) {
+        let sends_key = secret_from_headers(headers).is_ok_and(crate::auth::is_gateway_key);
+        if sends_key {
             let key = self.authenticate_key(headers).await?;
             if key.principal.team_id != identity.team_id.0 {
                 return Err(AuthError::TeamMismatch {

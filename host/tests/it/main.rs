@@ -18,6 +18,7 @@ mod layers;
 mod policy;
 mod shaper;
 mod store;
+mod tls;
 
 use std::net::SocketAddr;
 use std::time::Duration;
