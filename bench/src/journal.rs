@@ -45,7 +45,7 @@ pub fn compare(
     for (mode, table) in MODES {
         let config = dir.join(format!("gateway-{mode}.toml"));
         let text = format!(
-            "{}\n[journal]\n{table}\ndir = \"journal-{mode}\"\nsigning_key = \"journal-{mode}.key\"\n",
+            "data_dir = \"data-{mode}\"\n{}\n[journal]\n{table}\ndir = \"journal-{mode}\"\nsigning_key = \"journal-{mode}.key\"\n",
             servers::gateway_config(&sim.url, hash, None)
         );
         std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
@@ -82,7 +82,7 @@ pub fn compare(
                 })
             })
             .collect::<anyhow::Result<_>>()?;
-        let client = load::client(args.connections);
+        let client = load::client(args.connections)?;
         for t in &targets {
             load::preflight(&client, t).await?;
         }

@@ -20,15 +20,33 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::sync::{Semaphore, mpsc};
 
-pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+/// `http://` and `https://` alike (plain URIs pay nothing for the TLS half).
+pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// Latencies are recorded in nanoseconds, 3 significant digits, up to two minutes.
 const MAX_NS: u64 = 120_000_000_000;
 
-pub fn client(connections: usize) -> HttpClient {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.set_keepalive(Some(Duration::from_secs(60)));
+pub fn client(connections: usize) -> anyhow::Result<HttpClient> {
+    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    Ok(client_with(connections, tls))
+}
+
+/// A client that also speaks HTTPS, trusting only `tls`'s roots (e.g. the demo PKI's CA).
+pub fn client_with(connections: usize, tls: rustls::ClientConfig) -> HttpClient {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.set_keepalive(Some(Duration::from_secs(60)));
+    http.enforce_http(false);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
     Client::builder(TokioExecutor::new())
         .pool_timer(TokioTimer::new())
         .pool_idle_timeout(Duration::from_secs(90))

@@ -3,13 +3,15 @@
 //! Starts `sovereign simulate` (a fast local upstream) and `sovereign serve` in front of it, then
 //! runs the same load first straight at the simulator and then through the gateway, and prints
 //! both side by side with the difference: a human table, then one JSON line for scripts.
-//! `--journal-compare` instead measures the activity journal (`journal.rs`).
+//! `--journal-compare` instead measures the activity journal (`journal.rs`); `--tls-compare`
+//! HTTPS against plain HTTP and new TLS handshakes per second (`tls.rs`).
 //! See bench/README.md.
 
 mod journal;
 mod load;
 mod servers;
 mod stub;
+mod tls;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -98,6 +100,10 @@ struct Args {
     /// request of a gateway with the journal durable and batched over one with it off.
     #[arg(long)]
     journal_compare: bool,
+    /// Measure TLS instead: keep-alive throughput and p99 over HTTPS vs plain HTTP (closed
+    /// loop, `--connections` workers), then new full handshakes per second.
+    #[arg(long)]
+    tls_compare: bool,
     /// RUST_LOG for both servers (their logs go to files in a temporary directory).
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -189,6 +195,15 @@ fn real_main() -> anyhow::Result<()> {
     let (secret, hash) = servers::keygen(&args.bin)?;
     if args.journal_compare {
         let summary = journal::compare(&args, sim, &secret, &hash, &dir)
+            .map_err(|e| e.context(format!("server logs kept in {}", dir.display())))?;
+        println!("{}", serde_json::to_string(&summary)?);
+        if !args.keep_logs {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        return Ok(());
+    }
+    if args.tls_compare {
+        let summary = tls::compare(&args, sim, &secret, &hash, &dir)
             .map_err(|e| e.context(format!("server logs kept in {}", dir.display())))?;
         println!("{}", serde_json::to_string(&summary)?);
         if !args.keep_logs {
@@ -306,7 +321,7 @@ async fn run(args: &Args, mut sim: Server, mut gw: Server, secret: &str) -> anyh
         body: body(gateway_model)?,
         stream: args.stream,
     };
-    let client = load::client(args.connections);
+    let client = load::client(args.connections)?;
     load::preflight(&client, &direct).await?;
     load::preflight(&client, &gateway).await?;
 
