@@ -265,13 +265,14 @@ fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Respon
         .into_response()
 }
 
-const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash\r\n";
+const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash,auth,cert_sha256\r\n";
 
 /// One RFC 4180 row (fields quoted when they hold `,`, `"`, CR or LF; null is empty).
 fn csv_row(out: &mut Vec<u8>, r: &Record) {
     let e = &r.entry;
     let num = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-    let fields: [&str; 17] = [
+    // `auth` and `cert_sha256` (issue 16) come last, so older readers' columns keep their place.
+    let fields: [&str; 19] = [
         &e.seq.to_string(),
         &e.timestamp,
         &e.request_id,
@@ -289,6 +290,8 @@ fn csv_row(out: &mut Vec<u8>, r: &Record) {
         &e.latency_us.to_string(),
         &e.prev_hash,
         &r.journal_hash,
+        e.auth.as_deref().unwrap_or(""),
+        e.cert_sha256.as_deref().unwrap_or(""),
     ];
     for (i, f) in fields.iter().enumerate() {
         if i > 0 {
@@ -354,8 +357,8 @@ mod tests {
         csv_row(&mut out, &record);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j\r\n"
+            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j,,\r\n"
         );
-        assert_eq!(CSV_HEADER.split(',').count(), 17);
+        assert_eq!(CSV_HEADER.split(',').count(), 19);
     }
 }

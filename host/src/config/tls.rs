@@ -241,3 +241,72 @@ pub(super) fn validate_identities(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const BASE: &str = r#"
+sovereign_id = "gw-1"
+region = "r"
+default_model = "m1"
+
+[[models]]
+id = "m1"
+family = "f"
+kind = "chat"
+region = "r"
+base_url = "http://127.0.0.1:9000/v1"
+
+[[teams]]
+id = "t"
+"#;
+
+    fn pem_pair() -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn bad_tls_files_are_each_named_with_every_other_error() {
+        let dir = std::env::temp_dir().join(format!("sovereign-tls-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, _) = pem_pair();
+        let (_, other_key) = pem_pair();
+        std::fs::write(dir.join("server.pem"), &cert).unwrap();
+        std::fs::write(dir.join("wrong.key"), &other_key).unwrap();
+        std::fs::write(dir.join("garbage.pem"), "hello").unwrap();
+        let text = format!(
+            "{BASE}\n[tls]\ncert = \"server.pem\"\nkey = \"wrong.key\"\nclient_auth = \"required\"\n\
+             client_ca = [\"garbage.pem\"]\ncrls = [\"missing.crl\"]\n\n\
+             [[cert_identities]]\nname = \"x\"\nteam = \"nope\"\nrole = \"member\"\nuri = \"spiffe://a/b\"\ndns = \"a.b\"\n"
+        );
+        std::fs::write(dir.join("c.toml"), text).unwrap();
+        let e = Config::load(&dir.join("c.toml")).unwrap_err().to_string();
+        for needle in [
+            "garbage.pem: no `BEGIN CERTIFICATE`",
+            "missing.crl: No such file",
+            "cert_identities[0].team",
+            "cert_identities[0]: give exactly one",
+        ] {
+            assert!(e.contains(needle), "{needle} missing from:\n{e}");
+        }
+        // With the other files fixed, the key that does not match its certificate is named.
+        let (ca, _) = pem_pair();
+        std::fs::write(dir.join("garbage.pem"), ca).unwrap();
+        let text = format!(
+            "{BASE}\n[tls]\ncert = \"server.pem\"\nkey = \"wrong.key\"\nclient_auth = \"optional\"\nclient_ca = [\"garbage.pem\"]\n"
+        );
+        std::fs::write(dir.join("c.toml"), text).unwrap();
+        let e = Config::load(&dir.join("c.toml")).unwrap_err().to_string();
+        assert!(
+            e.contains("wrong.key: this private key does not match the certificate"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
