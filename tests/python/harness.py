@@ -1,8 +1,9 @@
 """Starts the real `sovereign` binary (gateway, simulator, demo) for the Python test suites.
 
-Every server is started on port 0 and announces itself on stdout with `listening on http://ADDR`;
-the harness waits for that line (with a deadline, never a fixed sleep) and reads any
-`key <name> <secret>` lines printed before it.
+Every server is started on port 0 and announces itself on stdout with `listening on http://ADDR`
+(`https://ADDR` when it serves TLS); the harness waits for that line (with a deadline, never a
+fixed sleep) and reads any `key <name> <secret>` lines printed before it, and the `tls ca <path>`
+line of `sovereign demo --tls`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class Proc:
             env={**os.environ, **(env or {})},
         )
         self.keys: dict[str, str] = {}
+        # `sovereign demo --tls`: the demo CA's file, and its PEM as read at start (a test may
+        # rewrite the file to exercise a reload; clients keep trusting the original).
+        self.ca: Path | None = None
+        self.ca_pem: str | None = None
         self.stderr_lines: list[str] = []
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, args=(self.proc.stdout, lines.put, True), daemon=True).start()
@@ -69,6 +74,9 @@ class Proc:
             parts = line.split()
             if parts[:1] == ["key"] and len(parts) == 3:
                 self.keys[parts[1]] = parts[2]
+            elif line.startswith("tls ca "):
+                self.ca = Path(line.removeprefix("tls ca ").strip())
+                self.ca_pem = self.ca.read_text()
             elif line.startswith("listening on "):
                 self.url = line.removeprefix("listening on ").strip()
                 break
@@ -101,8 +109,22 @@ def start_simulator(latency_ms: int = 0, token_interval_ms: int = 0) -> Proc:
                  "--token-interval-ms", str(token_interval_ms)])
 
 
-def start_demo(data_dir: Path) -> Proc:
-    return Proc(["demo", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)])
+def start_demo(data_dir: Path, tls: bool = False) -> Proc:
+    """`sovereign demo`; with `tls`, HTTPS with optional client certificates and a demo PKI
+    under `data_dir/tls/` (the process's `ca` / `ca_pem` are the CA clients should trust)."""
+    return Proc(["demo", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *(["--tls"] if tls else [])])
+
+
+def tls_context(ca_pem: str, cert: tuple[str | Path, str | Path] | None = None):
+    """An `ssl.SSLContext` trusting `ca_pem` (PEM text), presenting `cert` = (cert file, key
+    file) when given. Pass it as httpx's `verify=`: httpx 0.28 ignores `cert=` whenever `verify`
+    is a path string, so the context is the one reliable way to present a client certificate."""
+    import ssl
+
+    ctx = ssl.create_default_context(cadata=ca_pem)
+    if cert:
+        ctx.load_cert_chain(str(cert[0]), str(cert[1]))
+    return ctx
 
 
 def start_gateway(config_text: str, directory: Path, env: dict[str, str] | None = None) -> Proc:
@@ -221,9 +243,12 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02, what: str
         time.sleep(interval)
 
 
-def metrics(gateway: Proc) -> dict[str, float]:
-    """The gateway's `/metrics` counters by name (no auth needed)."""
-    text = httpx.get(f"{gateway.url}/metrics").text
+def metrics(gateway: Proc, verify=None) -> dict[str, float]:
+    """The gateway's `/metrics` counters by name (no auth needed). Over HTTPS the demo CA the
+    process announced is trusted unless `verify` says otherwise."""
+    if verify is None:
+        verify = tls_context(gateway.ca_pem) if gateway.ca_pem else True
+    text = httpx.get(f"{gateway.url}/metrics", verify=verify).text
     out = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
@@ -233,7 +258,7 @@ def metrics(gateway: Proc) -> dict[str, float]:
 
 
 def host_port(proc: Proc) -> tuple[str, int]:
-    host, port = proc.url.removeprefix("http://").rsplit(":", 1)
+    host, port = proc.url.removeprefix("http://").removeprefix("https://").rsplit(":", 1)
     return host, int(port)
 
 

@@ -4,9 +4,10 @@
 //! authenticates (the store has committed, the in-memory table and cached principal are gone).
 //! Identities declared in the config file are listed but deleted there, not here (409).
 
+use crate::server::params::Query;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;

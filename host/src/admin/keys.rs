@@ -3,9 +3,10 @@
 //! call returns, the key no longer authenticates — the store has committed and the cache entry
 //! is gone).
 
+use crate::server::params::Query;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;

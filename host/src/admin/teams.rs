@@ -123,6 +123,19 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let team = find(&app, &id).await?;
+    // A team the config file declares comes back at the next start, without the keys and
+    // certificate identities the deletion took: it is removed in the file, like they are.
+    if app.0.config.teams.iter().any(|t| t.id == team.id.0) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            format!(
+                "Team `{}` is declared in the config file ([[teams]] id = \"{}\"); remove it there (with its keys and certificate identities) and restart.",
+                team.id.0, team.id.0
+            ),
+        )
+        .with_code("declared_in_config"));
+    }
     let keys = app.0.store.keys(Some(team.id.clone())).await?;
     if !app.0.store.delete_team(team.id.clone()).await? {
         return Err(not_found(&id));

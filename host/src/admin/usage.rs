@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use crate::server::params::Query;
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;

@@ -2,9 +2,10 @@
 //! read, delete), a test ping, the deliveries with their attempts and the dead-letter queue, and
 //! re-driving dead letters. Delivery itself is `crate::webhooks`.
 
+use crate::server::params::Query;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;

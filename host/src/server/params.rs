@@ -1,5 +1,6 @@
 //! Parameters of the admin and reporting APIs that are not plain JSON types: instants (Unix
-//! seconds or RFC 3339 text, in queries and bodies) and money (decimal currency units).
+//! seconds or RFC 3339 text, in queries and bodies), money (decimal currency units) and the
+//! `Query` extractor that refuses in the convention's error shape.
 
 use serde_json::Value;
 
@@ -53,6 +54,26 @@ pub fn money(param: &str, v: f64) -> Result<Micros, ApiError> {
     crate::budget::micros(v).ok_or_else(|| {
         ApiError::invalid(param, format!("`{param}` must be a non-negative amount."))
     })
+}
+
+/// Query parameters read into `T`, refused with a 400 in the convention's error shape (axum's
+/// own `Query` answers in plain text).
+pub struct Query<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S>
+    for Query<T>
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(Query(v)),
+            Err(e) => Err(ApiError::invalid("query", e.body_text())),
+        }
+    }
 }
 
 #[cfg(test)]
