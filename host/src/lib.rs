@@ -114,9 +114,15 @@ impl Gateway {
             let state = self.state.clone();
             async move {
                 let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+                let mut minutes = 0u64;
                 loop {
                     tick.tick().await;
                     state.0.access.prune();
+                    // Stored responses past their retention, at start and then hourly.
+                    if minutes.is_multiple_of(60) {
+                        api::responses::purge(&state).await;
+                    }
+                    minutes += 1;
                 }
             }
         });

@@ -10,7 +10,8 @@ use http::StatusCode;
 
 use crate::admin::{cert_identities, journal, keys, policies, shapers, teams, usage, webhooks};
 use crate::api::{
-    activity, chat, completions, documents, embeddings, files, models, rag, vector_stores,
+    activity, chat, completions, documents, embeddings, files, models, rag, responses,
+    vector_stores,
 };
 use crate::config::Role;
 use crate::pipeline::{admission, audit, context, events};
@@ -37,6 +38,15 @@ pub fn router(state: AppState) -> Router {
     let inference = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
+        .route("/v1/responses", post(responses::create))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::get).delete(responses::delete),
+        )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(responses::input_items),
+        )
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/documents/upload", post(documents::upload))
         .route("/v1/documents/{id}", delete(documents::delete))

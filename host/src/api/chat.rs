@@ -44,8 +44,30 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
     let mut request = ChatRequest::parse(call.read_body(body).await?)?;
     call.identify(&request.body, request.body.get("messages"));
 
+    // 2–6. Guardrail, facts, routing, budget, the upstream call.
+    let (routed, served) = serve(&call, &mut request).await?;
+
+    // 7. The answer, with the headers of the model that served (or failed last).
+    Ok(answer(
+        &call,
+        &routed,
+        served,
+        request.stream,
+        request.wants_usage,
+        Shape::Chat,
+    )
+    .await)
+}
+
+/// Phases 2–6 of a checked chat request (the Responses API runs them too): the guardrail's input
+/// stage (`request.body` redacted in place), facts, routing, the budget, the upstream call with
+/// fallback. `request.body` is left as last sent upstream.
+pub(super) async fn serve(
+    call: &Call,
+    request: &mut ChatRequest,
+) -> Result<(Routed, Result<Served, NotServed>), ApiError> {
     // 2. The guardrail's input stage: block (400), redact (in place), or flag (sensitive).
-    let flagged = guard::input(&call, &mut request.body).await?;
+    let flagged = guard::input(call, &mut request.body).await?;
 
     // 3. Facts: language, prompt tokens, routing hints (never the prompt itself).
     let classification = call
@@ -54,16 +76,16 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
         .map(|v| v.as_bytes());
     let facts = call.app.0.facts.extract(&request.body, classification)?;
     facts::strip_gateway_fields(&mut request.body);
-    let (route_facts, sensitive) = route::facts_for(&call, &facts, flagged);
+    let (route_facts, sensitive) = route::facts_for(call, &facts, flagged);
 
     // 4. Routing: an explicit model, or the router policy's choice; the residency guard.
-    let routed = route::route(&call, ModelKind::Chat, &route_facts, sensitive).await?;
+    let routed = route::route(call, ModelKind::Chat, &route_facts, sensitive).await?;
 
     // 5. Budget: the worst case is held until the answer settles it.
     let max_out =
         spend::max_completion_tokens(&request.body, call.app.0.budgets.default_max_tokens());
     let reservation = spend::reserve(
-        &call,
+        call,
         &routed.route.model,
         u64::from(facts.prompt_tokens),
         max_out,
@@ -72,28 +94,21 @@ pub async fn chat_completions(mut call: Call, body: Body) -> Result<Response, Ap
 
     // 6. The upstream call: the routed model, else its fallbacks (inside the boundary, not out
     //    of rotation), until one answers; the reservation follows the model.
-    let ChatRequest {
-        body: mut upstream,
-        stream,
-        wants_usage,
-        ..
-    } = request;
-    request_usage(&mut upstream, stream);
+    let upstream = &mut request.body;
+    request_usage(upstream, request.stream);
     let served = fallback::serve(
-        &call,
+        call,
         &routed,
         Endpoint::ChatCompletions,
         max_out,
         reservation,
         |m| {
             upstream.insert("model".into(), Value::String(m.upstream_model.clone()));
-            encode_body(&upstream)
+            encode_body(upstream)
         },
     )
     .await;
-
-    // 7. The answer, with the headers of the model that served (or failed last).
-    Ok(answer(&call, &routed, served, stream, wants_usage, Shape::Chat).await)
+    Ok((routed, served))
 }
 
 /// The answer of a chat or text-completion request: the stream relayed, or the whole answer read
@@ -107,31 +122,77 @@ pub(super) async fn answer(
     wants_usage: bool,
     shape: Shape,
 ) -> Response {
+    let (model, answered) = answer_parts(call, served, stream, wants_usage, shape).await;
+    let response = match answered {
+        Ok(Answer::Whole(answer)) => axum::Json(answer).into_response(),
+        Ok(Answer::Stream(body)) => sse_response(body),
+        Err(failed) => failed,
+    };
+    route::label(response, routed, &model)
+}
+
+/// What an answer came to: the whole answer, checked, re-addressed and settled; or the relayed
+/// stream of chat chunks (SSE), settled when it ends.
+pub(super) enum Answer {
+    Whole(Value),
+    Stream(Body),
+}
+
+/// [`answer`] before it becomes a response (the Responses API reshapes it): the model that
+/// served (or failed last) and the answer, or the error response when the upstream failed (then
+/// counted, journaled and `request.completed`).
+pub(super) async fn answer_parts(
+    call: &Call,
+    served: Result<Served, NotServed>,
+    stream: bool,
+    wants_usage: bool,
+    shape: Shape,
+) -> (
+    std::sync::Arc<crate::config::ModelConfig>,
+    Result<Answer, Response>,
+) {
     let (model, answered) = match served {
         Ok(served) if stream => (
             served.model.clone(),
-            Ok(stream_answer(call, served, wants_usage, shape)),
+            Ok(Answer::Stream(stream_answer(
+                call,
+                served,
+                wants_usage,
+                shape,
+            ))),
         ),
         Ok(served) => (
             served.model.clone(),
-            whole_answer(call, served, shape).await,
+            whole_answer(call, served, shape).await.map(Answer::Whole),
         ),
         Err(not_served) => (not_served.model().clone(), Err(not_served.into_response())),
     };
-    let response = answered.unwrap_or_else(|failed| {
+    let answered = answered.inspect_err(|failed| {
         Metrics::inc(&call.app.0.metrics.upstream_errors_total);
         call.audit.upstream_failed();
         completed(call, &model.id, failed.status().as_u16(), None);
-        failed
     });
     tracing::debug!(request_id = %call.ctx.id, key = %call.principal.key_id, model = %model.id, ?shape, "answered");
-    route::label(response, routed, &model)
+    (model, answered)
+}
+
+/// An SSE body as the response the convention expects (no caching, no proxy buffering).
+pub(super) fn sse_response(body: Body) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (http::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// Relays the serving model's stream event by event (through the guardrail's output stage when
 /// one is configured); when it ends, however it ended, the reservation settles, the breaker
 /// hears the outcome and `request.completed` goes out.
-fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -> Response {
+fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -> Body {
     let Served {
         model,
         exchange,
@@ -192,25 +253,16 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -
         tracing::debug!(request_id = %call.ctx.id, outcome = ?summary.outcome, usage = ?summary.usage, events = summary.events, "stream ended");
     });
     // The guardrail's output stage on the stream (hold-back window), when one is configured.
-    let body = if call.app.0.guardrail.is_some() {
+    if call.app.0.guardrail.is_some() {
         Body::from_stream(guard::output_stream(call.clone(), shape, stream))
     } else {
         Body::from_stream(stream)
-    };
-    (
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-            (http::HeaderName::from_static("x-accel-buffering"), "no"),
-        ],
-        body,
-    )
-        .into_response()
+    }
 }
 
 /// Reads the serving model's whole answer within its deadline, re-addresses it, settles the
 /// reservation (durably, before the answer leaves) and runs the guardrail's output stage.
-async fn whole_answer(call: &Call, served: Served, shape: Shape) -> Result<Response, Response> {
+async fn whole_answer(call: &Call, served: Served, shape: Shape) -> Result<Value, Response> {
     let Served {
         model,
         exchange,
@@ -265,7 +317,7 @@ async fn whole_answer(call: &Call, served: Served, shape: Shape) -> Result<Respo
     call.audit.usage(usage, true);
     completed(call, &model.id, 200, Some((tokens_in, tokens_out)));
     tracing::debug!(request_id = %call.ctx.id, ?usage, "answered");
-    Ok(axum::Json(answer).into_response())
+    Ok(answer)
 }
 
 /// The text of every choice of a non-streamed answer (to count when usage is missing).

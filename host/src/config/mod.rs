@@ -21,6 +21,7 @@ mod guardrail;
 mod health;
 mod journal;
 mod models;
+mod responses;
 mod routing;
 mod server;
 mod teams;
@@ -34,6 +35,7 @@ pub use guardrail::GuardrailConfig;
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
 pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
+pub use responses::ResponsesConfig;
 pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
 pub use server::ServerConfig;
 pub use teams::{KeyConfig, Plan, Role, TeamConfig};
@@ -78,6 +80,8 @@ struct RawConfig {
     health: health::RawHealth,
     #[serde(default)]
     documents: documents::RawDocuments,
+    #[serde(default)]
+    responses: responses::RawResponses,
     #[serde(default)]
     tls: Option<tls::RawTls>,
     #[serde(default)]
@@ -129,6 +133,8 @@ pub struct Config {
     pub documents: DocumentsConfig,
     /// Passive health and fallback (`[health]`).
     pub health: HealthConfig,
+    /// Stored responses of the Responses API (`[responses]`).
+    pub responses: ResponsesConfig,
     /// The HTTPS listener; `None`: plain HTTP.
     pub tls: Option<TlsConfig>,
     /// Client certificates mapped to teams and roles (`[[cert_identities]]`).
@@ -217,6 +223,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     }
     let data_dir = base.join(&raw.data_dir);
     let journal = journal::validate(raw.journal, base, &data_dir, &raw.sovereign_id, &mut err);
+    let responses = responses::validate(&raw.responses, &mut err);
     let tls = raw.tls.and_then(|t| tls::validate(t, base, &mut err));
     if !cert_identities.is_empty()
         && tls
@@ -249,6 +256,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             webhooks,
             documents,
             health,
+            responses,
             tls,
             cert_identities,
         }),

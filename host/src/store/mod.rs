@@ -11,6 +11,7 @@ pub mod cert_identities;
 pub mod clock;
 pub mod documents;
 pub mod group_commit;
+pub mod responses;
 pub mod sqlite;
 pub mod types;
 pub mod webhooks;
@@ -173,4 +174,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>>;
     /// `false` when there was no such identity.
     fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+
+    // Stored responses (the Responses API).
+    /// Committed when this returns (a continuation sent at once finds it).
+    fn put_response(&self, response: responses::StoredResponse) -> BoxFuture<'_, StoreResult<()>>;
+    /// Only within `team`: another team's id is `None`.
+    fn response(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<responses::StoredResponse>>>;
+    fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+    /// Deletes responses created before `before`; how many.
+    fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
 }

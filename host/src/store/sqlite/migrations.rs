@@ -198,6 +198,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         UNIQUE (match_kind, match_value)
     ) STRICT;
     ",
+    // 9: stored responses (issue 22, the Responses API): the turn's messages after redaction and
+    // the response object, read within the team; purged by age (`[responses] retention_hours`).
+    r"
+    CREATE TABLE responses (
+        id          TEXT PRIMARY KEY,             -- resp_ + UUIDv7
+        team_id     TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        key_id      TEXT NOT NULL,
+        previous_id TEXT,
+        input       TEXT NOT NULL,                -- JSON array of chat messages
+        response    TEXT NOT NULL,                -- JSON response object
+        created_at  INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX responses_by_age ON responses(created_at);
+    ",
 ];
 
 /// The schema version this build writes.

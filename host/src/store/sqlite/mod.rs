@@ -13,6 +13,7 @@ mod cert_identities;
 mod documents;
 mod keys;
 pub(crate) mod migrations;
+mod responses;
 mod teams;
 mod usage;
 mod webhooks;
@@ -165,6 +166,29 @@ impl Store for SqliteStore {
 
     fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run(move |c, _| cert_identities::delete(c, &id))
+    }
+
+    fn put_response(
+        &self,
+        response: crate::store::responses::StoredResponse,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| responses::put(c, &response))
+    }
+
+    fn response(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<crate::store::responses::StoredResponse>>> {
+        self.run(move |c, _| responses::get(c, &team, &id))
+    }
+
+    fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| responses::delete(c, &team, &id))
+    }
+
+    fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| responses::purge(c, before))
     }
 
     fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {

@@ -1,0 +1,329 @@
+//! `/v1/responses` — the OpenAI Responses API (the default of the Agents SDK, of the Vercel AI
+//! SDK's `@ai-sdk/openai`, of `client.responses.create`), served over chat completions, which
+//! every upstream speaks. [`create`] reads top to bottom:
+//!
+//! 1. the body checked (`convert::ResponsesRequest`: input items, function tools, `text.format`);
+//! 2. the conversation so far rebuilt from the store when `previous_response_id` names a stored
+//!    response of the caller's team (another team's id is 404);
+//! 3. the chat phases on the whole conversation (`chat::serve`: guardrail over every text —
+//!    instructions, the chain, tool outputs — facts and routing, residency, budget, the upstream
+//!    with fallback);
+//! 4. the answer reshaped: output items and usage on a whole answer, or the typed event stream
+//!    (`stream.rs`); with `store` (the default) the response and its turn's redacted messages are
+//!    committed to the store **before** the answer (or `response.completed`) leaves, so a
+//!    continuation sent the moment it arrives finds it.
+//!
+//! `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`
+//! read the caller's team's stored responses. Retention: `[responses] retention_hours`.
+
+mod convert;
+mod stream;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::chat::{self, Answer};
+use super::validate::ChatRequest;
+use crate::access::Principal;
+use crate::pipeline::call::Call;
+use crate::pipeline::guard::Shape;
+use crate::pipeline::route;
+use crate::server::error::ApiError;
+use crate::server::params::Query;
+use crate::state::AppState;
+use crate::store::TeamId;
+use crate::store::responses::StoredResponse;
+use convert::{ItemIds, ResponsesRequest};
+
+/// Longest `previous_response_id` chain followed (each link is one store read).
+const MAX_CHAIN: usize = 256;
+
+pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
+    // 1. The request, checked against the Responses API's shapes.
+    let request = ResponsesRequest::parse(call.read_body(body).await?)?;
+    call.identify(&request.body, request.body.get("input"));
+
+    // 2. The conversation so far, from the caller's team's stored responses.
+    let history = match &request.previous_response_id {
+        Some(id) => chain(&call, id).await?,
+        None => Vec::new(),
+    };
+
+    // 3. The chat phases on the whole conversation (guardrail, facts, route, budget, upstream).
+    let mut chat = ChatRequest::parse(request.chat_body(history)?)?;
+    chat.wants_usage = true;
+    let turn_len = request.turn.len();
+    let (routed, served) = chat::serve(&call, &mut chat).await?;
+    // This turn's messages as the guardrail left them (redacted): what is stored.
+    let turn: Vec<Value> = chat.body["messages"]
+        .as_array()
+        .map(|m| m[m.len().saturating_sub(turn_len)..].to_vec())
+        .unwrap_or_default();
+
+    // 4. The answer, reshaped; stored before it leaves.
+    let (model, answered) =
+        chat::answer_parts(&call, served, request.stream, true, Shape::Chat).await;
+    let draft = Draft {
+        id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
+        created_at: call.app.0.access.now_ms(),
+        model: model.id.0.clone(),
+        request,
+        turn,
+    };
+    let response = match answered {
+        Ok(Answer::Whole(answer)) => {
+            let object = draft.finish(&answer);
+            draft.store(&call, &object).await?;
+            Json(object).into_response()
+        }
+        Ok(Answer::Stream(body)) => chat::sse_response(stream::events(call.clone(), draft, body)),
+        Err(failed) => failed,
+    };
+    Ok(route::label(response, &routed, &model))
+}
+
+/// A response being made: what it needs to be finished, shaped and stored.
+pub(super) struct Draft {
+    id: String,
+    created_at: i64,
+    model: String,
+    request: ResponsesRequest,
+    turn: Vec<Value>,
+}
+
+impl Draft {
+    /// The response object, with `status` `in_progress` and no output (the stream's first
+    /// events), or finished by [`Draft::finish`] / [`Draft::with_output`].
+    fn object(&self, status: &str, output: Vec<Value>, usage: Value) -> Value {
+        let b = &self.request.body;
+        let get = |k: &str, default: Value| {
+            b.get(k)
+                .filter(|v| !v.is_null())
+                .cloned()
+                .unwrap_or(default)
+        };
+        json!({
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at / 1000,
+            "status": status,
+            "background": false,
+            "error": null,
+            "incomplete_details": if status == "incomplete" { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+            "instructions": self.request.instructions,
+            "max_output_tokens": get("max_output_tokens", Value::Null),
+            "metadata": get("metadata", json!({})),
+            "model": self.model,
+            "output": output,
+            "parallel_tool_calls": get("parallel_tool_calls", json!(true)),
+            "previous_response_id": self.request.previous_response_id,
+            "reasoning": {"effort": null, "summary": null},
+            "store": self.request.store,
+            "temperature": get("temperature", json!(1.0)),
+            "text": get("text", json!({"format": {"type": "text"}})),
+            "tool_choice": get("tool_choice", json!("auto")),
+            "tools": get("tools", json!([])),
+            "top_p": get("top_p", json!(1.0)),
+            "truncation": "disabled",
+            "usage": usage,
+            "user": get("user", Value::Null),
+        })
+    }
+
+    /// The finished response of a whole chat answer.
+    fn finish(&self, answer: &Value) -> Value {
+        let (output, status) = convert::output_items(answer, &mut ItemIds::new(&self.id));
+        self.object(status, output, convert::usage(&answer["usage"]))
+    }
+
+    /// Commits the response when the request asked for it to be stored (the default).
+    async fn store(&self, call: &Call, object: &Value) -> Result<(), ApiError> {
+        if !self.request.store {
+            return Ok(());
+        }
+        call.app
+            .0
+            .store
+            .put_response(StoredResponse {
+                id: self.id.clone(),
+                team_id: TeamId(call.principal.team_id.clone()),
+                key_id: call.principal.key_id.clone(),
+                previous_id: self.request.previous_response_id.clone(),
+                input: Value::Array(self.turn.clone()),
+                response: object.clone(),
+                created_at: self.created_at,
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+/// The messages of a chain of stored responses ending at `id`, oldest first: each turn's input,
+/// then its output.
+async fn chain(call: &Call, id: &str) -> Result<Vec<Value>, ApiError> {
+    let team = TeamId(call.principal.team_id.clone());
+    let mut turns = Vec::new();
+    let mut next = Some(id.to_string());
+    while let Some(id) = next {
+        if turns.len() == MAX_CHAIN {
+            return Err(ApiError::invalid(
+                "previous_response_id",
+                format!("The conversation is longer than {MAX_CHAIN} responses; start a new one."),
+            ));
+        }
+        let stored = call
+            .app
+            .0
+            .store
+            .response(team.clone(), id.clone())
+            .await?
+            .ok_or_else(|| previous_not_found(&id))?;
+        next = stored.previous_id.clone();
+        turns.push(stored);
+    }
+    let mut messages = Vec::new();
+    for t in turns.iter().rev() {
+        messages.extend(t.input.as_array().cloned().unwrap_or_default());
+        messages.extend(convert::output_messages(
+            t.response["output"].as_array().map_or(&[], Vec::as_slice),
+        ));
+    }
+    Ok(messages)
+}
+
+fn previous_not_found(id: &str) -> ApiError {
+    ApiError::new(
+        http::StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        format!(
+            "Previous response with id '{id}' not found (stored responses are kept for the gateway's retention period, within the team that made them)."
+        ),
+    )
+    .with_param("previous_response_id")
+    .with_code("previous_response_not_found")
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("Response with id '{id}' not found."))
+}
+
+async fn stored(
+    app: &AppState,
+    principal: &Principal,
+    id: &str,
+) -> Result<StoredResponse, ApiError> {
+    app.0
+        .store
+        .response(TeamId(principal.team_id.clone()), id.to_string())
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
+/// `GET /v1/responses/{id}`.
+pub async fn get(
+    State(app): State<AppState>,
+    axum::Extension(principal): axum::Extension<std::sync::Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(stored(&app, &principal, &id).await?.response))
+}
+
+/// `DELETE /v1/responses/{id}`.
+pub async fn delete(
+    State(app): State<AppState>,
+    axum::Extension(principal): axum::Extension<std::sync::Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let team = TeamId(principal.team_id.clone());
+    if !app.0.store.delete_response(team, id.clone()).await? {
+        return Err(not_found(&id));
+    }
+    Ok(Json(
+        json!({"id": id, "object": "response.deleted", "deleted": true}),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsQuery {
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    order: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    before: Option<String>,
+    #[serde(default, rename = "include[]")]
+    include: Option<String>,
+}
+
+/// `GET /v1/responses/{id}/input_items`: this response's input items (its turn, after the
+/// guardrail), `order` `desc` (default) or `asc`, `limit` 1–100 (default 20), `after`/`before`
+/// an item id.
+pub async fn input_items(
+    State(app): State<AppState>,
+    axum::Extension(principal): axum::Extension<std::sync::Arc<Principal>>,
+    Path(id): Path<String>,
+    Query(q): Query<ItemsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let _ = q.include;
+    let limit = q.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "`limit` must be between 1 and 100.",
+        ));
+    }
+    let stored = stored(&app, &principal, &id).await?;
+    let mut items = convert::input_items(&id, stored.input.as_array().map_or(&[], Vec::as_slice));
+    match q.order.as_deref() {
+        None | Some("desc") => items.reverse(),
+        Some("asc") => {}
+        Some(_) => return Err(ApiError::invalid("order", "`order` is `asc` or `desc`.")),
+    }
+    let position = |cursor: &Option<String>, param: &str| -> Result<Option<usize>, ApiError> {
+        match cursor {
+            None => Ok(None),
+            Some(c) => items
+                .iter()
+                .position(|i| i["id"].as_str() == Some(c))
+                .map(Some)
+                .ok_or_else(|| {
+                    ApiError::invalid(param, format!("No input item `{c}` in this response."))
+                }),
+        }
+    };
+    let start = position(&q.after, "after")?.map_or(0, |p| p + 1);
+    let end = position(&q.before, "before")?.unwrap_or(items.len());
+    let window: Vec<Value> = items
+        .get(start..end.max(start))
+        .unwrap_or_default()
+        .iter()
+        .take(limit)
+        .cloned()
+        .collect();
+    let has_more = start + window.len() < end;
+    Ok(Json(json!({
+        "object": "list",
+        "data": window,
+        "first_id": window.first().map(|i| i["id"].clone()),
+        "last_id": window.last().map(|i| i["id"].clone()),
+        "has_more": has_more,
+    })))
+}
+
+/// Removes stored responses older than the retention (the gateway's upkeep calls it).
+pub async fn purge(app: &AppState) {
+    let keep = app.0.config.responses.retention;
+    let before = app.0.access.now_ms() - i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+    match app.0.store.purge_responses(before).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(purged = n, "stored responses past their retention removed"),
+        Err(e) => tracing::warn!(error = %e, "purging stored responses failed"),
+    }
+}
