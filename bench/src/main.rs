@@ -4,11 +4,13 @@
 //! runs the same load first straight at the simulator and then through the gateway, and prints
 //! both side by side with the difference: a human table, then one JSON line for scripts.
 //! `--journal-compare` instead measures the activity journal (`journal.rs`); `--tls-compare`
-//! HTTPS against plain HTTP and new TLS handshakes per second (`tls.rs`).
+//! HTTPS against plain HTTP and new TLS handshakes per second (`tls.rs`); `--responses-compare`
+//! the Responses API against chat completions and continuation latency (`responses.rs`).
 //! See bench/README.md.
 
 mod journal;
 mod load;
+mod responses;
 mod servers;
 mod stub;
 mod tls;
@@ -104,6 +106,10 @@ struct Args {
     /// loop, `--connections` workers), then new full handshakes per second.
     #[arg(long)]
     tls_compare: bool,
+    /// Measure the Responses API instead: its throughput and p99 against chat completions on
+    /// one gateway (closed loop), then the latency of a continuation sent at once.
+    #[arg(long)]
+    responses_compare: bool,
     /// RUST_LOG for both servers (their logs go to files in a temporary directory).
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -202,9 +208,13 @@ fn real_main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if args.tls_compare {
-        let summary = tls::compare(&args, sim, &secret, &hash, &dir)
-            .map_err(|e| e.context(format!("server logs kept in {}", dir.display())))?;
+    if args.tls_compare || args.responses_compare {
+        let summary = if args.tls_compare {
+            tls::compare(&args, sim, &secret, &hash, &dir)
+        } else {
+            responses::compare(&args, sim, &secret, &hash, &dir)
+        }
+        .map_err(|e| e.context(format!("server logs kept in {}", dir.display())))?;
         println!("{}", serde_json::to_string(&summary)?);
         if !args.keep_logs {
             let _ = std::fs::remove_dir_all(&dir);
