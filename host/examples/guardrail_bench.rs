@@ -122,4 +122,55 @@ async fn main() {
             v.redactions.len()
         );
     }
+
+    // What issue 22 added to a request's input stage, on the support ticket: an embeddings input
+    // sent as a token array (decoded with both tokenizers, then both texts checked), and a chat
+    // whose 2 KB sits in four tool-call arguments instead of one message.
+    let counter = sovereign::facts::TokenCounter::new().unwrap();
+    let ticket = ticket();
+    let tokens: Vec<u32> = tiktoken_rs::cl100k_base_singleton().encode_ordinary(&ticket);
+    let quarter = ticket.len() / 4;
+    let mut cut = Vec::new();
+    let mut at = 0;
+    for _ in 0..3 {
+        let mut end = (at + quarter).min(ticket.len());
+        while !ticket.is_char_boundary(end) {
+            end += 1;
+        }
+        cut.push(ticket[at..end].to_string());
+        at = end;
+    }
+    cut.push(ticket[at..].to_string());
+    println!();
+    println!(
+        "{:<44} {:>9} {:>9} {:>9}",
+        "support ticket, as …", "p50 µs", "p99 µs", "mean µs"
+    );
+    for name in [
+        "one string (as above)",
+        "a token array (decode ×2, check both)",
+        "four tool-call arguments",
+    ] {
+        let mut times = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let t = Instant::now();
+            let texts: Vec<String> = match name {
+                "one string (as above)" => vec![ticket.clone()],
+                "four tool-call arguments" => cut.clone(),
+                _ => counter.decodings(&tokens),
+            };
+            let v = policy.check(GuardrailStage::Input, &facts, &texts).await;
+            times.push(t.elapsed());
+            std::hint::black_box(v.unwrap());
+        }
+        let mean = times.iter().sum::<Duration>() / calls as u32;
+        times.sort();
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        println!(
+            "{name:<44} {:>9.1} {:>9.1} {:>9.1}",
+            us(pct(&times, 0.5)),
+            us(pct(&times, 0.99)),
+            us(mean)
+        );
+    }
 }
