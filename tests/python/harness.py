@@ -223,6 +223,11 @@ def sim_set(sim: Proc, model: str, **behaviour) -> None:
     httpx.put(f"{sim.url}/_sim/models/{model}", json=behaviour).raise_for_status()
 
 
+def sim_reply(sim: Proc, model: str, text: str | None) -> None:
+    """Makes a simulated model answer exactly `text` from now on (`None`: its usual answer again)."""
+    httpx.put(f"{sim.url}/_sim/replies/{model}", json={"text": text}).raise_for_status()
+
+
 def sim_stats(sim: Proc) -> dict:
     return httpx.get(f"{sim.url}/_sim/stats").json()
 

@@ -53,6 +53,20 @@ const OWN: &[&str] = &[
     "safety_identifier",
     "background",
     "top_logprobs",
+    "max_tool_calls",
+];
+
+/// Responses API fields that need state or templates the gateway does not keep: refused by name
+/// rather than sent to a chat upstream.
+const UNSERVED_FIELDS: &[(&str, &str)] = &[
+    (
+        "conversation",
+        "Conversation objects are not served by this gateway; chain responses with `previous_response_id`.",
+    ),
+    (
+        "prompt",
+        "Stored prompt templates are not served by this gateway; send the text as `input` and `instructions`.",
+    ),
 ];
 
 /// A checked `POST /v1/responses` body.
@@ -105,6 +119,11 @@ impl ResponsesRequest {
                 ));
             }
         };
+        for (field, why) in UNSERVED_FIELDS {
+            if body.get(*field).is_some_and(|v| !v.is_null()) {
+                return Err(ApiError::invalid(field, *why));
+            }
+        }
         let flag = |name: &str, default: bool| match body.get(name) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -488,23 +507,35 @@ pub fn function_call_item(
     })
 }
 
-/// Item ids of one response: `msg_<response>_<n>`, `fc_<response>_<n>`.
+/// Item ids of one response: output items `msg_<response>_<n>`, `fc_<response>_<n>`; input
+/// items `msg_<response>_in<n>`, `fco_<response>_in<n>` (never the same as an output's).
 pub struct ItemIds {
     base: String,
+    scope: &'static str,
     next: usize,
 }
 
 impl ItemIds {
+    /// Ids of a response's output items.
     pub fn new(response_id: &str) -> ItemIds {
         ItemIds {
             base: response_id.trim_start_matches("resp_").to_string(),
+            scope: "",
             next: 0,
+        }
+    }
+
+    /// Ids of a response's input items.
+    pub fn input(response_id: &str) -> ItemIds {
+        ItemIds {
+            scope: "in",
+            ..ItemIds::new(response_id)
         }
     }
 
     pub fn next(&mut self, prefix: &str) -> String {
         self.next += 1;
-        format!("{prefix}_{}_{}", self.base, self.next)
+        format!("{prefix}_{}_{}{}", self.base, self.scope, self.next)
     }
 }
 
@@ -541,7 +572,7 @@ pub fn output_messages(output: &[Value]) -> Vec<Value> {
 
 /// Stored chat messages → the input items `GET /v1/responses/{id}/input_items` lists.
 pub fn input_items(response_id: &str, messages: &[Value]) -> Vec<Value> {
-    let mut ids = ItemIds::new(response_id);
+    let mut ids = ItemIds::input(response_id);
     let mut out = Vec::new();
     for m in messages {
         match m["role"].as_str() {

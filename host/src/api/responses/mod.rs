@@ -21,9 +21,8 @@ mod stream;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::chat::{self, Answer};
@@ -33,7 +32,6 @@ use crate::pipeline::call::Call;
 use crate::pipeline::guard::Shape;
 use crate::pipeline::route;
 use crate::server::error::ApiError;
-use crate::server::params::Query;
 use crate::state::AppState;
 use crate::store::TeamId;
 use crate::store::responses::StoredResponse;
@@ -58,11 +56,20 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     chat.wants_usage = true;
     let turn_len = request.turn.len();
     let (routed, served) = chat::serve(&call, &mut chat).await?;
-    // This turn's messages as the guardrail left them (redacted): what is stored.
-    let turn: Vec<Value> = chat.body["messages"]
+    // This turn's messages and the instructions as the guardrail left them (redacted): what is
+    // stored and shown.
+    let messages = chat.body["messages"]
         .as_array()
-        .map(|m| m[m.len().saturating_sub(turn_len)..].to_vec())
+        .cloned()
         .unwrap_or_default();
+    let turn = messages[messages.len().saturating_sub(turn_len)..].to_vec();
+    let mut request = request;
+    if request.instructions.is_some() {
+        request.instructions = messages
+            .first()
+            .and_then(|m| m["content"].as_str())
+            .map(str::to_string);
+    }
 
     // 4. The answer, reshaped; stored before it leaves.
     let (model, answered) =
@@ -247,19 +254,42 @@ pub async fn delete(
     ))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ItemsQuery {
-    #[serde(default)]
+/// `input_items`'s query: `limit`, `order`, `after`, `before`, and `include[]` (repeatable, read
+/// and ignored: the items carry everything already).
+#[derive(Debug, Default)]
+struct ItemsQuery {
     limit: Option<usize>,
-    #[serde(default)]
     order: Option<String>,
-    #[serde(default)]
     after: Option<String>,
-    #[serde(default)]
     before: Option<String>,
-    #[serde(default, rename = "include[]")]
-    include: Option<String>,
+}
+
+impl ItemsQuery {
+    fn parse(raw: Option<&str>) -> Result<ItemsQuery, ApiError> {
+        let mut q = ItemsQuery::default();
+        for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            match k.as_ref() {
+                "limit" => {
+                    q.limit = Some(v.parse().map_err(|_| {
+                        ApiError::invalid("limit", "`limit` must be between 1 and 100.")
+                    })?);
+                }
+                "order" => q.order = Some(v.into_owned()),
+                "after" => q.after = Some(v.into_owned()),
+                "before" => q.before = Some(v.into_owned()),
+                "include" | "include[]" => {}
+                other => {
+                    return Err(ApiError::invalid(
+                        "query",
+                        format!(
+                            "Unknown query parameter `{other}` (limit, order, after, before, include[])."
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(q)
+    }
 }
 
 /// `GET /v1/responses/{id}/input_items`: this response's input items (its turn, after the
@@ -269,9 +299,9 @@ pub async fn input_items(
     State(app): State<AppState>,
     axum::Extension(principal): axum::Extension<std::sync::Arc<Principal>>,
     Path(id): Path<String>,
-    Query(q): Query<ItemsQuery>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
-    let _ = q.include;
+    let q = ItemsQuery::parse(raw.as_deref())?;
     let limit = q.limit.unwrap_or(20);
     if !(1..=100).contains(&limit) {
         return Err(ApiError::invalid(

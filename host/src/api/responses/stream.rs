@@ -97,7 +97,16 @@ impl Teller {
         let mut body = chat.into_data_stream();
         let mut buf: Vec<u8> = Vec::new();
         let mut failure: Option<Value> = None;
-        'read: while let Some(chunk) = body.next().await {
+        'read: loop {
+            // A client that left is noticed at once (not at the next event sent), so the
+            // upstream stops while the guardrail still holds text back.
+            let chunk = tokio::select! {
+                c = body.next() => c,
+                () = self.tx.closed() => return Err(Gone),
+            };
+            let Some(chunk) = chunk else {
+                break;
+            };
             let Ok(chunk) = chunk else {
                 failure = Some(
                     json!({"code": "server_error", "message": "the upstream stream broke off"}),
