@@ -210,6 +210,8 @@ async fn throughput(
 /// What one kind of new-connection loop measured.
 struct Connections {
     done: u64,
+    /// Handshakes the server resumed (a session from its cache).
+    resumed: u64,
     errors: u64,
     first_error: Option<String>,
     elapsed: Duration,
@@ -247,9 +249,11 @@ async fn connections(
         let per_s = c.done as f64 / c.elapsed.as_secs_f64();
         let p = |q: f64| c.latency.value_at_quantile(q) as f64 / 1e6;
         println!(
-            "{name:<32} {per_s:>8.0}/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
+            "{name:<32} {per_s:>8.0}/s  p50 {:.3} ms  p99 {:.3} ms  resumed {}/{}  errors {}{}",
             p(0.5),
             p(0.99),
+            c.resumed,
+            c.done,
             c.errors,
             c.first_error
                 .as_deref()
@@ -258,7 +262,7 @@ async fn connections(
         );
         out.insert(
             name.into(),
-            json!({"per_s": per_s.round(), "p50_ms": p(0.5), "p99_ms": p(0.99), "errors": c.errors}),
+            json!({"per_s": per_s.round(), "p50_ms": p(0.5), "p99_ms": p(0.99), "resumed": c.resumed, "done": c.done, "errors": c.errors}),
         );
     }
     Ok(Value::Object(out))
@@ -278,12 +282,13 @@ async fn connect_loop(
         let connector = tokio_rustls::TlsConnector::from(config.clone());
         tasks.push(tokio::spawn(async move {
             let mut latency = Histogram::<u64>::new_with_bounds(1_000, 60_000_000_000, 3)?;
-            let (mut done, mut errors, mut first_error) = (0u64, 0u64, None);
+            let (mut done, mut resumed, mut errors, mut first_error) = (0u64, 0u64, 0u64, None);
             while Instant::now() < end {
                 let t0 = Instant::now();
                 match one_connection(&connector, addr, request).await {
-                    Ok(()) => {
+                    Ok(was_resumed) => {
                         done += 1;
+                        resumed += u64::from(was_resumed);
                         latency.saturating_record(
                             u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
                         );
@@ -294,19 +299,21 @@ async fn connect_loop(
                     }
                 }
             }
-            Ok::<_, anyhow::Error>((done, errors, first_error, latency))
+            Ok::<_, anyhow::Error>((done, resumed, errors, first_error, latency))
         }));
     }
     let mut total = Connections {
         done: 0,
+        resumed: 0,
         errors: 0,
         first_error: None,
         elapsed: Duration::ZERO,
         latency: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)?,
     };
     for t in tasks {
-        let (done, errors, first, latency) = t.await??;
+        let (done, resumed, errors, first, latency) = t.await??;
         total.done += done;
+        total.resumed += resumed;
         total.errors += errors;
         if total.first_error.is_none() {
             total.first_error = first;
@@ -317,16 +324,18 @@ async fn connect_loop(
     Ok(total)
 }
 
+/// One connection (and request); whether its handshake was a resumption.
 async fn one_connection(
     connector: &tokio_rustls::TlsConnector,
     addr: SocketAddr,
     request: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let tcp = TcpStream::connect(addr).await?;
     tcp.set_nodelay(true)?;
     let mut tls = connector
         .connect(ServerName::IpAddress(addr.ip().into()), tcp)
         .await?;
+    let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
     if request {
         tls.write_all(b"GET /healthz HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n")
             .await?;
@@ -337,5 +346,5 @@ async fn one_connection(
             "healthz did not answer 200"
         );
     }
-    Ok(())
+    Ok(resumed)
 }

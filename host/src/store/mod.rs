@@ -176,8 +176,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
 
     // Stored responses (the Responses API).
-    /// Committed when this returns (a continuation sent at once finds it).
-    fn put_response(&self, response: responses::StoredResponse) -> BoxFuture<'_, StoreResult<()>>;
+    /// All in one transaction, committed when this returns (a continuation sent at once finds
+    /// them).
+    fn put_responses(
+        &self,
+        batch: Vec<responses::StoredResponse>,
+    ) -> BoxFuture<'_, StoreResult<()>>;
     /// Only within `team`: another team's id is `None`.
     fn response(
         &self,

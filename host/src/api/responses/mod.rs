@@ -147,15 +147,17 @@ impl Draft {
         self.object(status, output, convert::usage(&answer["usage"]))
     }
 
-    /// Commits the response when the request asked for it to be stored (the default).
+    /// Commits the response when the request asked for it to be stored (the default): returns
+    /// once its batch is committed (group commit: one transaction for every response finished
+    /// meanwhile).
     async fn store(&self, call: &Call, object: &Value) -> Result<(), ApiError> {
         if !self.request.store {
             return Ok(());
         }
         call.app
             .0
-            .store
-            .put_response(StoredResponse {
+            .responses
+            .push_and_wait(StoredResponse {
                 id: self.id.clone(),
                 team_id: TeamId(call.principal.team_id.clone()),
                 key_id: call.principal.key_id.clone(),
@@ -164,7 +166,7 @@ impl Draft {
                 response: object.clone(),
                 created_at: self.created_at,
             })
-            .await?;
+            .await;
         Ok(())
     }
 }

@@ -168,11 +168,11 @@ impl Store for SqliteStore {
         self.run(move |c, _| cert_identities::delete(c, &id))
     }
 
-    fn put_response(
+    fn put_responses(
         &self,
-        response: crate::store::responses::StoredResponse,
+        batch: Vec<crate::store::responses::StoredResponse>,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| responses::put(c, &response))
+        self.run(move |c, _| responses::put(c, &batch))
     }
 
     fn response(

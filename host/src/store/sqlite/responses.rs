@@ -1,24 +1,33 @@
 //! Stored responses in SQLite: rows of `responses`, read only within their team.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::store::responses::StoredResponse;
 use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
 
-pub(super) fn put(c: &Connection, r: &StoredResponse) -> StoreResult<()> {
-    c.execute(
-        "INSERT INTO responses (id, team_id, key_id, previous_id, input, response, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
-            r.id,
-            r.team_id.0,
-            r.key_id,
-            r.previous_id,
-            r.input.to_string(),
-            r.response.to_string(),
-            r.created_at
-        ],
-    )?;
+/// A batch in one transaction. A row whose team was deleted meanwhile is skipped (the foreign
+/// key would fail the whole batch, and the group commit would retry it forever).
+pub(super) fn put(c: &mut Connection, batch: &[StoredResponse]) -> StoreResult<()> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO responses (id, team_id, key_id, previous_id, input, response, created_at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM teams WHERE id = ?2)
+             ON CONFLICT (id) DO NOTHING",
+        )?;
+        for r in batch {
+            insert.execute(params![
+                r.id,
+                r.team_id.0,
+                r.key_id,
+                r.previous_id,
+                r.input.to_string(),
+                r.response.to_string(),
+                r.created_at
+            ])?;
+        }
+    }
+    tx.commit()?;
     Ok(())
 }
 
