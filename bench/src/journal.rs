@@ -10,14 +10,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context as _;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sovereign::journal::{Durability, EntryDraft, Journal, JournalConfig, Status, sha256_tagged};
 
 use crate::load::{self, Recorder, Target};
 use crate::servers::{self, Server};
-use crate::{Args, ms};
+use crate::{Args, client_runtime, ms, start_gateway};
 
 /// The goals in issue 5: appends per second with group commit, and batched mode's added p99.
 const GOAL_APPENDS_PER_S: f64 = 50_000.0;
@@ -43,27 +42,14 @@ pub fn compare(
 
     let mut gateways = Vec::new();
     for (mode, table) in MODES {
-        let config = dir.join(format!("gateway-{mode}.toml"));
         let text = format!(
             "data_dir = \"data-{mode}\"\n{}\n[journal]\n{table}\ndir = \"journal-{mode}\"\nsigning_key = \"journal-{mode}.key\"\n",
             servers::gateway_config(&sim.url, hash, None)
         );
-        std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-        let config_arg = config.display().to_string();
-        gateways.push(Server::start(
-            "gateway",
-            &args.bin,
-            &["serve", "--config", &config_arg],
-            dir.join(format!("gateway-{mode}.log")),
-            &args.server_log,
-        )?);
+        gateways.push(start_gateway(args, dir, &format!("gateway-{mode}"), &text)?);
     }
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.client_threads.max(1))
-        .thread_name("bench-client")
-        .enable_all()
-        .build()?;
+    let rt = client_runtime(args)?;
     let result = rt.block_on(async {
         let body = Bytes::from(serde_json::to_vec(&json!({
             "model": args.model.as_deref().unwrap_or("qwen2.5-coder-32b"),

@@ -221,7 +221,6 @@ fn real_main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let config = dir.join("gateway.toml");
     let routing = if args.router {
         let doc = dir.join("routing.yaml");
         std::fs::write(&doc, sovereign::demo::DEMO_ROUTING)
@@ -235,21 +234,9 @@ fn real_main() -> anyhow::Result<()> {
         servers::gateway_config(&sim.url, &hash, routing),
         args.journal.table()
     );
-    std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-    let config_arg = config.display().to_string();
-    let gw = Server::start(
-        "gateway",
-        &args.bin,
-        &["serve", "--config", &config_arg],
-        dir.join("gateway.log"),
-        &args.server_log,
-    )?;
+    let gw = start_gateway(&args, &dir, "gateway", &text)?;
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.client_threads.max(1))
-        .thread_name("bench-client")
-        .enable_all()
-        .build()?;
+    let rt = client_runtime(&args)?;
     let result = rt.block_on(run(&args, sim, gw, &secret));
     rt.shutdown_timeout(Duration::from_secs(1));
     match result {
@@ -263,6 +250,35 @@ fn real_main() -> anyhow::Result<()> {
         }
         Err(e) => Err(e.context(format!("server logs kept in {}", dir.display()))),
     }
+}
+
+/// Writes `text` as `<name>.toml` in `dir` and starts `sovereign serve` on it (log `<name>.log`).
+fn start_gateway(
+    args: &Args,
+    dir: &std::path::Path,
+    name: &str,
+    text: &str,
+) -> anyhow::Result<Server> {
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
+    let config_arg = config.display().to_string();
+    Server::start(
+        "gateway",
+        &args.bin,
+        &["serve", "--config", &config_arg],
+        dir.join(format!("{name}.log")),
+        &args.server_log,
+    )
+}
+
+/// The load generator's runtime: `--client-threads` workers (it shares the cores with the
+/// servers).
+fn client_runtime(args: &Args) -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.client_threads.max(1))
+        .thread_name("bench-client")
+        .enable_all()
+        .build()?)
 }
 
 /// Totals for one target over all rounds, with the CPU the processes used meanwhile.

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::load::{self, HttpClient, Recorder, Target};
 use crate::servers::{self, Server};
-use crate::{Args, ms};
+use crate::{Args, client_runtime, ms, start_gateway};
 
 /// The goal in issue 22: the Responses endpoint within 10% of chat completions.
 const GOAL_OVERHEAD: f64 = 0.10;
@@ -35,25 +35,12 @@ pub fn compare(
     println!(
         "sovereign-bench --responses-compare: chat completions vs the Responses API on one gateway, then continuation latency"
     );
-    let config = dir.join("gateway.toml");
     let text = format!(
         "{}\n[journal]\ndurability = \"durable\"\n",
         servers::gateway_config(&sim.url, hash, None)
     );
-    std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-    let config_arg = config.display().to_string();
-    let mut gw = Server::start(
-        "gateway",
-        &args.bin,
-        &["serve", "--config", &config_arg],
-        dir.join("gateway.log"),
-        &args.server_log,
-    )?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.client_threads.max(1))
-        .thread_name("bench-client")
-        .enable_all()
-        .build()?;
+    let mut gw = start_gateway(args, dir, "gateway", &text)?;
+    let rt = client_runtime(args)?;
     let result = rt.block_on(async {
         let client = load::client(args.connections)?;
         let model = args.model.as_deref().unwrap_or("qwen2.5-coder-32b");

@@ -25,7 +25,7 @@ use tokio::net::TcpStream;
 
 use crate::load::{self, Recorder, Target};
 use crate::servers::{self, Server};
-use crate::{Args, ms};
+use crate::{Args, client_runtime, ms, start_gateway};
 
 /// The goal in issue 16: HTTPS keep-alive throughput at least this share of plain HTTP's.
 const GOAL_THROUGHPUT_RATIO: f64 = 0.85;
@@ -55,27 +55,14 @@ pub fn compare(
             ),
         ),
     ] {
-        let config = dir.join(format!("gateway-{name}.toml"));
         let text = format!(
             "data_dir = \"data-{name}\"\n{}\n[journal]\nenabled = false\n{extra}",
             servers::gateway_config(&sim.url, hash, None)
         );
-        std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-        let config_arg = config.display().to_string();
-        gateways.push(Server::start(
-            name,
-            &args.bin,
-            &["serve", "--config", &config_arg],
-            dir.join(format!("gateway-{name}.log")),
-            &args.server_log,
-        )?);
+        gateways.push(start_gateway(args, dir, &format!("gateway-{name}"), &text)?);
     }
     let roots = roots(&ca)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.client_threads.max(1))
-        .thread_name("bench-client")
-        .enable_all()
-        .build()?;
+    let rt = client_runtime(args)?;
     let result = rt.block_on(async {
         let keep_alive = throughput(args, &gateways, secret, &roots).await?;
         let https_addr: SocketAddr = gateways[1]

@@ -284,15 +284,7 @@ impl Access {
             .map_err(|e| AuthError::Unavailable(e.to_string()))?
             .ok_or_else(|| AuthError::CertificateUnmapped(identity.name.clone()))?;
         let principal = Principal::for_certificate(identity, &team, &self.plans);
-        let limiter = principal
-            .rate
-            .map(|r| limits::key_limiter(r, &self.limit_clock));
-        let entry = Arc::new(CachedKey {
-            principal: Arc::new(principal),
-            limiter,
-            last_touch: Default::default(),
-        });
-        Ok(self.cache.fill(generation, hash, entry))
+        Ok(self.cache.fill(generation, hash, self.entry(principal)))
     }
 
     /// The key in the `Authorization` header: from the cache, else the store (then cached).
@@ -330,17 +322,21 @@ impl Access {
             .ok_or(AuthError::Invalid)?;
         let principal =
             Principal::resolve(&key, &team, &self.plans).map_err(AuthError::Unavailable)?;
+        let entry = self.cache.fill(generation, hash, self.entry(principal));
+        self.touch(&entry, now);
+        Ok(entry)
+    }
+
+    /// A cache entry for a resolved principal, with its own request-rate limiter.
+    fn entry(&self, principal: Principal) -> Arc<CachedKey> {
         let limiter = principal
             .rate
             .map(|r| limits::key_limiter(r, &self.limit_clock));
-        let entry = Arc::new(CachedKey {
+        Arc::new(CachedKey {
             principal: Arc::new(principal),
             limiter,
             last_touch: Default::default(),
-        });
-        let entry = self.cache.fill(generation, hash, entry);
-        self.touch(&entry, now);
-        Ok(entry)
+        })
     }
 
     /// Records `last_used_at` in the store, off the request path, at most once a minute per key.

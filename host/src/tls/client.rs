@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use rustls::RootCertStore;
 use rustls::client::ClientConfig;
 
 use super::{TlsError, TlsErrors, files, provider};
@@ -23,22 +22,7 @@ impl ClientSpec {
     /// for HTTP/1.1 connections, as over plain HTTP).
     pub fn load(&self) -> Result<ClientConfig, TlsErrors> {
         let mut errors = Vec::new();
-        let mut roots = RootCertStore::empty();
-        for path in &self.ca {
-            match files::certificates(path) {
-                Ok(certs) => {
-                    for (i, c) in certs.into_iter().enumerate() {
-                        if let Err(e) = roots.add(c) {
-                            errors.push(TlsError::new(
-                                path,
-                                format!("certificate {} is not a usable trust anchor: {e}", i + 1),
-                            ));
-                        }
-                    }
-                }
-                Err(e) => errors.push(e),
-            }
-        }
+        let roots = files::roots(&self.ca, &mut errors);
         let identity = match &self.identity {
             Some((cert, key)) => {
                 let c = files::certificates(cert).map_err(|e| errors.push(e)).ok();

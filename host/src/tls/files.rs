@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use rustls::RootCertStore;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 
@@ -77,4 +78,25 @@ pub(super) fn crls(path: &Path) -> Result<Vec<CertificateRevocationListDer<'stat
         }
     }
     Ok(crls)
+}
+
+/// Every certificate of every file as a trust anchor; problems go to `errors`.
+pub(super) fn roots(paths: &[std::path::PathBuf], errors: &mut Vec<TlsError>) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    for path in paths {
+        match certificates(path) {
+            Ok(certs) => {
+                for (i, c) in certs.into_iter().enumerate() {
+                    if let Err(e) = roots.add(c) {
+                        errors.push(TlsError::new(
+                            path,
+                            format!("certificate {} is not a usable trust anchor: {e}", i + 1),
+                        ));
+                    }
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    roots
 }

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::RootCertStore;
 use rustls::server::{ServerConfig, WebPkiClientVerifier};
 
 use super::{TlsError, TlsErrors, files, provider};
@@ -79,22 +78,7 @@ impl ServerSpec {
         let key = files::private_key(&self.key)
             .map_err(|e| errors.push(e))
             .ok();
-        let mut roots = RootCertStore::empty();
-        for path in &self.client_ca {
-            match files::certificates(path) {
-                Ok(certs) => {
-                    for (i, c) in certs.into_iter().enumerate() {
-                        if let Err(e) = roots.add(c) {
-                            errors.push(TlsError::new(
-                                path,
-                                format!("certificate {} is not a usable trust anchor: {e}", i + 1),
-                            ));
-                        }
-                    }
-                }
-                Err(e) => errors.push(e),
-            }
-        }
+        let roots = files::roots(&self.client_ca, &mut errors);
         let mut crls = Vec::new();
         for path in &self.crls {
             match files::crls(path) {
