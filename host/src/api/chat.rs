@@ -122,13 +122,23 @@ pub(super) async fn answer(
     wants_usage: bool,
     shape: Shape,
 ) -> Response {
-    let (model, answered) = answer_parts(call, served, stream, wants_usage, shape).await;
+    let (model, answered) =
+        answer_parts(call, served, stream, wants_usage, shape, Settle::Durable).await;
     let response = match answered {
         Ok(Answer::Whole(answer)) => axum::Json(answer).into_response(),
         Ok(Answer::Stream(body)) => sse_response(body),
         Err(failed) => failed,
     };
     route::label(response, routed, &model)
+}
+
+/// How a whole answer's charge is made durable: before the answer leaves (`Durable`), or queued
+/// for the caller to wait on with what it commits next on the same queue (`Queued`: the Responses
+/// API stores its response right behind it, one transaction for both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Settle {
+    Durable,
+    Queued,
 }
 
 /// What an answer came to: the whole answer, checked, re-addressed and settled; or the relayed
@@ -147,6 +157,7 @@ pub(super) async fn answer_parts(
     stream: bool,
     wants_usage: bool,
     shape: Shape,
+    settle: Settle,
 ) -> (
     std::sync::Arc<crate::config::ModelConfig>,
     Result<Answer, Response>,
@@ -163,7 +174,9 @@ pub(super) async fn answer_parts(
         ),
         Ok(served) => (
             served.model.clone(),
-            whole_answer(call, served, shape).await.map(Answer::Whole),
+            whole_answer(call, served, shape, settle)
+                .await
+                .map(Answer::Whole),
         ),
         Err(not_served) => (not_served.model().clone(), Err(not_served.into_response())),
     };
@@ -262,7 +275,12 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -
 
 /// Reads the serving model's whole answer within its deadline, re-addresses it, settles the
 /// reservation (durably, before the answer leaves) and runs the guardrail's output stage.
-async fn whole_answer(call: &Call, served: Served, shape: Shape) -> Result<Value, Response> {
+async fn whole_answer(
+    call: &Call,
+    served: Served,
+    shape: Shape,
+    settle: Settle,
+) -> Result<Value, Response> {
     let Served {
         model,
         exchange,
@@ -308,8 +326,15 @@ async fn whole_answer(call: &Call, served: Served, shape: Shape) -> Result<Value
             );
         }
     }
-    // Durable (group commit) before the answer leaves.
-    reservation.settle(tokens_in, tokens_out).await;
+    // Durable (group commit) before the answer leaves, or queued for the caller to wait on.
+    match settle {
+        Settle::Durable => {
+            reservation.settle(tokens_in, tokens_out).await;
+        }
+        Settle::Queued => {
+            reservation.settle_now(tokens_in, tokens_out);
+        }
+    }
     // The guardrail's output stage on the whole answer.
     guard::output(call, &mut answer, shape)
         .await

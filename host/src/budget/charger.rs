@@ -3,27 +3,53 @@
 //! while one transaction commits goes into the next. Callers may wait for their charge to be
 //! durable ([`Charger::charge`] returns when it is committed) or not. A failing store is retried,
 //! never skipped: a charge is dropped only if the process dies before it commits.
+//!
+//! Stored responses (the Responses API) ride the same queue ([`Charger::store_response`]): a
+//! response queued right after its charge commits with it, in one transaction and one fsync, and
+//! waiting for the response means the charge before it is durable too (the queue is in order).
 
 use std::sync::Arc;
 
 use crate::store::group_commit::GroupCommit;
+use crate::store::responses::StoredResponse;
 use crate::store::{Store, UsageRecord};
+
+/// What the queue commits.
+#[derive(Debug, Clone)]
+enum Durable {
+    Charge(UsageRecord),
+    Response(Box<StoredResponse>),
+}
 
 /// Most charges committed in one transaction.
 const MAX_BATCH: usize = 1_024;
 
 #[derive(Debug, Clone)]
 pub struct Charger {
-    queue: GroupCommit<UsageRecord>,
+    queue: GroupCommit<Durable>,
 }
 
 impl Charger {
     /// Starts the writer task; it ends when every [`Charger`] handle is dropped and the queue is
     /// drained (the returned handle completes then).
     pub fn start(store: Arc<dyn Store>) -> (Charger, tokio::task::JoinHandle<()>) {
-        let (queue, task) = GroupCommit::start("usage", MAX_BATCH, move |records| {
+        let (queue, task) = GroupCommit::start("usage", MAX_BATCH, move |items: Vec<Durable>| {
             let store = store.clone();
-            Box::pin(async move { store.charge(records).await })
+            let mut charges = Vec::with_capacity(items.len());
+            let mut responses = Vec::new();
+            for item in items {
+                match item {
+                    Durable::Charge(c) => charges.push(c),
+                    Durable::Response(r) => responses.push(*r),
+                }
+            }
+            Box::pin(async move {
+                if responses.is_empty() {
+                    store.charge(charges).await
+                } else {
+                    store.charge_and_store(charges, responses).await
+                }
+            })
         });
         (Charger { queue }, task)
     }
@@ -31,12 +57,20 @@ impl Charger {
     /// Queues a charge and returns when it is committed. If the writer is gone (shutting down),
     /// returns at once.
     pub async fn charge(&self, record: UsageRecord) {
-        self.queue.push_and_wait(record).await;
+        self.queue.push_and_wait(Durable::Charge(record)).await;
+    }
+
+    /// Queues a stored response and returns when it is committed, with every charge queued
+    /// before it.
+    pub async fn store_response(&self, response: StoredResponse) {
+        self.queue
+            .push_and_wait(Durable::Response(Box::new(response)))
+            .await;
     }
 
     /// Queues a charge without waiting (from synchronous code: end of a stream, a drop).
     pub fn charge_later(&self, record: UsageRecord) {
-        if !self.queue.push(record) {
+        if !self.queue.push(Durable::Charge(record)) {
             tracing::error!("the charger has stopped; a charge was not recorded");
         }
     }

@@ -46,9 +46,6 @@ pub struct Inner {
     pub metrics: Arc<Metrics>,
     /// Webhook subscriptions, the outbox and delivery.
     pub webhooks: crate::webhooks::Webhooks,
-    /// Stored responses (the Responses API), written with group commit: one transaction (one
-    /// fsync) for every response finished while the previous batch committed.
-    pub responses: crate::store::group_commit::GroupCommit<crate::store::responses::StoredResponse>,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
     pub journal: Option<Journal>,
     /// The retention task, stopped at shutdown.
@@ -107,14 +104,6 @@ impl AppState {
         let channel = crate::webhooks::Channel::new();
         let events = Events::new(Some(channel.outbox.clone()));
         let (charger, _writer) = Charger::start(store.clone());
-        let (responses, _writer) =
-            crate::store::group_commit::GroupCommit::start("responses", 256, {
-                let store = store.clone();
-                move |batch| {
-                    let store = store.clone();
-                    Box::pin(async move { store.put_responses(batch).await })
-                }
-            });
         let budgets = Arc::new(Budgets::new(
             store.clone(),
             charger,
@@ -201,7 +190,6 @@ impl AppState {
             health,
             metrics,
             webhooks,
-            responses,
             journal,
             retention,
             sovereign_id,

@@ -176,11 +176,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
 
     // Stored responses (the Responses API).
-    /// All in one transaction, committed when this returns (a continuation sent at once finds
-    /// them).
-    fn put_responses(
+    /// Settled usage (as [`Store::charge`]) and stored responses in one transaction, committed
+    /// when this returns (a continuation sent at once finds them). A response whose team was
+    /// deleted meanwhile is skipped.
+    fn charge_and_store(
         &self,
-        batch: Vec<responses::StoredResponse>,
+        charges: Vec<UsageRecord>,
+        responses: Vec<responses::StoredResponse>,
     ) -> BoxFuture<'_, StoreResult<()>>;
     /// Only within `team`: another team's id is `None`.
     fn response(

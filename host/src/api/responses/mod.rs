@@ -25,7 +25,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::chat::{self, Answer};
+use super::chat::{self, Answer, Settle};
 use super::validate::ChatRequest;
 use crate::access::Principal;
 use crate::pipeline::call::Call;
@@ -72,8 +72,14 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     }
 
     // 4. The answer, reshaped; stored before it leaves.
+    // A stored answer's charge is queued and committed with the response (one transaction).
+    let settle = if request.store {
+        Settle::Queued
+    } else {
+        Settle::Durable
+    };
     let (model, answered) =
-        chat::answer_parts(&call, served, request.stream, true, Shape::Chat).await;
+        chat::answer_parts(&call, served, request.stream, true, Shape::Chat, settle).await;
     let draft = Draft {
         id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
         created_at: call.app.0.access.now_ms(),
@@ -148,16 +154,17 @@ impl Draft {
     }
 
     /// Commits the response when the request asked for it to be stored (the default): returns
-    /// once its batch is committed (group commit: one transaction for every response finished
-    /// meanwhile).
+    /// once it is committed, with the charge queued before it on the same queue (one transaction
+    /// for everything finished meanwhile: `budget::Charger`).
     async fn store(&self, call: &Call, object: &Value) -> Result<(), ApiError> {
         if !self.request.store {
             return Ok(());
         }
         call.app
             .0
-            .responses
-            .push_and_wait(StoredResponse {
+            .budgets
+            .charger()
+            .store_response(StoredResponse {
                 id: self.id.clone(),
                 team_id: TeamId(call.principal.team_id.clone()),
                 key_id: call.principal.key_id.clone(),

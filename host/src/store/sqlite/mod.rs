@@ -168,11 +168,18 @@ impl Store for SqliteStore {
         self.run(move |c, _| cert_identities::delete(c, &id))
     }
 
-    fn put_responses(
+    fn charge_and_store(
         &self,
+        charges: Vec<UsageRecord>,
         batch: Vec<crate::store::responses::StoredResponse>,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| responses::put(c, &batch))
+        self.run(move |c, _| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            usage::charge_in(&tx, &charges)?;
+            responses::put_in(&tx, &batch)?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     fn response(

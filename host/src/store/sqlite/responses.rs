@@ -1,14 +1,13 @@
 //! Stored responses in SQLite: rows of `responses`, read only within their team.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::store::responses::StoredResponse;
 use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
 
-/// A batch in one transaction. A row whose team was deleted meanwhile is skipped (the foreign
-/// key would fail the whole batch, and the group commit would retry it forever).
-pub(super) fn put(c: &mut Connection, batch: &[StoredResponse]) -> StoreResult<()> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+/// A batch inside the caller's transaction. A row whose team was deleted meanwhile is skipped
+/// (the foreign key would fail the whole batch, and the group commit would retry it forever).
+pub(super) fn put_in(tx: &rusqlite::Transaction<'_>, batch: &[StoredResponse]) -> StoreResult<()> {
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO responses (id, team_id, key_id, previous_id, input, response, created_at)
@@ -27,7 +26,6 @@ pub(super) fn put(c: &mut Connection, batch: &[StoredResponse]) -> StoreResult<(
             ])?;
         }
     }
-    tx.commit()?;
     Ok(())
 }
 

@@ -33,15 +33,21 @@ pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
 /// transaction (one fsync for the batch).
 pub(super) fn charge(conn: &mut Connection, batch: &[UsageRecord]) -> StoreResult<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    charge_in(&tx, batch)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// [`charge`] inside a transaction the caller commits.
+pub(super) fn charge_in(tx: &rusqlite::Transaction<'_>, batch: &[UsageRecord]) -> StoreResult<()> {
     for u in batch {
-        record(&tx, u)?;
+        record(tx, u)?;
         tx.prepare_cached(
             "UPDATE budgets SET spent_micros = spent_micros + ?3
              WHERE scope = 'team:' || ?1 OR scope = 'key:' || ?2",
         )?
         .execute(params![u.team_id.0, u.key_id.0, u.spend])?;
     }
-    tx.commit()?;
     Ok(())
 }
 
