@@ -95,10 +95,6 @@ def test_a_second_turn_with_store_false(run):
     assert r["input"] == ["user", "assistant", "user"] and "And of Spain?" in r["text"], r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gateway: POST /v1/responses refuses `item_reference` input items (400, param input[1].type), "
-    "which @ai-sdk/openai sends for an earlier assistant message when `store` is on (its default): "
-    "the standard multi-turn pattern fails; the gateway stores those items and could resolve them"))
 def test_a_second_turn_on_the_defaults(run):
     r = run[0]["multiturn"]
     assert "error" not in r, r

@@ -582,7 +582,8 @@ BAD = [
     ({"model": EN, "input": []}, "input"),
     ({"model": EN, "input": 7}, "input"),
     ({"model": EN, "input": [7]}, "input[0]"),
-    ({"model": EN, "input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
+    ({"model": EN, "input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].id"),
+    ({"model": EN, "input": [{"type": "item_reference"}]}, "input[0].id"),
     ({"model": EN, "input": [{"role": "tool", "content": "x"}]}, "input[0].role"),
     ({"model": EN, "input": [{"role": "user", "content": 7}]}, "input[0].content"),
     ({"model": EN, "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "file-1"}]}]},
@@ -924,3 +925,25 @@ def test_the_length_limit_makes_the_response_incomplete(client, http, sim):
     assert done.status == "incomplete" and done.incomplete_details.reason == "max_output_tokens"
     assert done.output_text == r.output_text and done.usage.output_tokens == 5
     assert http.get(f"/v1/responses/{done.id}").json()["status"] == "incomplete"
+
+
+
+def test_item_references_resolve_to_the_teams_stored_items(client, http, sim):
+    """The Vercel AI SDK sends an earlier turn's items as `item_reference`s when `store` is on."""
+    first = client.responses.create(model=EN, input="remember the word kumquat")
+    message = next(o for o in first.output if o.type == "message")
+    inputs = client.responses.input_items.list(first.id).data
+    second = client.responses.create(model=EN, input=[
+        {"type": "item_reference", "id": inputs[0].id},
+        {"type": "item_reference", "id": message.id},
+        {"role": "user", "content": "what was the word?"},
+    ])
+    assert second.status == "completed"
+    sent = harness.sim_requests(sim)[-1]["body"]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"], sent
+    assert "kumquat" in sent[0]["content"] and sent[1]["content"] == message.content[0].text
+    # An item nobody stored: 404 naming the item.
+    r = http.post("/v1/responses", json={"model": EN, "input": [
+        {"type": "item_reference", "id": message.id.replace(first.id[5:], "0" * 32)}]})
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "item_not_found"

@@ -539,6 +539,16 @@ impl ItemIds {
     }
 }
 
+/// The response an item id belongs to (`msg_<base>_<n>` → `resp_<base>`), when it is one of this
+/// gateway's.
+pub fn response_of_item(item_id: &str) -> Option<String> {
+    let (_, rest) = item_id.split_once('_')?;
+    let (base, n) = rest.rsplit_once('_')?;
+    let n = n.strip_prefix("in").unwrap_or(n);
+    (!base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| format!("resp_{base}"))
+}
+
 /// A stored response's `output` → chat messages, for the next turn of its chain.
 pub fn output_messages(output: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
@@ -697,6 +707,22 @@ mod tests {
         assert!(req(json!({"model": "m"})).is_err());
         assert!(req(json!({"model": "m", "input": []})).is_err());
         assert!(req(json!({"model": "m", "input": "x", "previous_response_id": "x"})).is_err());
+    }
+
+    #[test]
+    fn item_ids_name_their_response() {
+        let mut ids = ItemIds::new("resp_abc123");
+        assert_eq!(
+            response_of_item(&ids.next("msg")).as_deref(),
+            Some("resp_abc123")
+        );
+        let mut ids = ItemIds::input("resp_abc123");
+        assert_eq!(
+            response_of_item(&ids.next("fco")).as_deref(),
+            Some("resp_abc123")
+        );
+        assert_eq!(response_of_item("msg_"), None);
+        assert_eq!(response_of_item("rs_x_y"), None);
     }
 
     #[test]

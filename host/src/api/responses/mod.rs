@@ -41,8 +41,11 @@ use convert::{ItemIds, ResponsesRequest};
 const MAX_CHAIN: usize = 256;
 
 pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
-    // 1. The request, checked against the Responses API's shapes.
-    let request = ResponsesRequest::parse(call.read_body(body).await?)?;
+    // 1. The request, checked against the Responses API's shapes (item references replaced by
+    //    the stored items they name).
+    let mut body = call.read_body(body).await?;
+    resolve_references(&call, &mut body).await?;
+    let request = ResponsesRequest::parse(body)?;
     call.identify(&request.body, request.body.get("input"));
 
     // 2. The conversation so far, from the caller's team's stored responses.
@@ -176,6 +179,82 @@ impl Draft {
             .await;
         Ok(())
     }
+}
+
+/// Most `item_reference` items resolved in one request.
+const MAX_REFERENCES: usize = 256;
+
+/// Replaces each `{"type": "item_reference", "id": …}` in `input` by the stored item it names (an
+/// output or input item of one of the team's stored responses; item ids carry their response's
+/// id). The Vercel AI SDK sends earlier turns so when `store` is on.
+async fn resolve_references(
+    call: &Call,
+    body: &mut serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
+    let Some(Value::Array(items)) = body.get_mut("input") else {
+        return Ok(());
+    };
+    let mut loaded: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut resolved = 0;
+    for (i, item) in items.iter_mut().enumerate() {
+        if item.get("type").and_then(Value::as_str) != Some("item_reference") {
+            continue;
+        }
+        resolved += 1;
+        if resolved > MAX_REFERENCES {
+            return Err(ApiError::invalid(
+                "input",
+                format!("At most {MAX_REFERENCES} item references in one request."),
+            ));
+        }
+        let at = format!("input[{i}].id");
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::invalid(&at, "An `item_reference` needs the item's `id`."))?
+            .to_string();
+        let response_id = convert::response_of_item(&id).ok_or_else(|| {
+            ApiError::invalid(&at, format!("`{id}` is not an item id of this gateway."))
+        })?;
+        if !loaded.iter().any(|(r, _)| *r == response_id) {
+            let stored = call
+                .app
+                .0
+                .store
+                .response(TeamId(call.principal.team_id.clone()), response_id.clone())
+                .await?;
+            let mut all = Vec::new();
+            if let Some(stored) = stored {
+                all.extend(convert::input_items(
+                    &stored.id,
+                    stored.input.as_array().map_or(&[], Vec::as_slice),
+                ));
+                all.extend(
+                    stored.response["output"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            loaded.push((response_id.clone(), all));
+        }
+        let found = loaded
+            .iter()
+            .find(|(r, _)| *r == response_id)
+            .and_then(|(_, all)| all.iter().find(|x| x["id"].as_str() == Some(id.as_str())))
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::new(
+                    http::StatusCode::NOT_FOUND,
+                    "invalid_request_error",
+                    format!("Item with id '{id}' not found (items of stored responses of this team only)."),
+                )
+                .with_param(at.clone())
+                .with_code("item_not_found")
+            })?;
+        *item = found;
+    }
+    Ok(())
 }
 
 /// The messages of a chain of stored responses ending at `id`, oldest first: each turn's input,
