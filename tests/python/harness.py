@@ -287,7 +287,10 @@ class Receiver:
     every request's Standard Webhooks signature (stdlib HMAC, independent of the gateway's code),
     records what it got, and answers with the statuses `plan` gives (then 200)."""
 
-    def __init__(self):
+    def __init__(self, tls: "ssl.SSLContext | None" = None):
+        """`tls`: a server context (certificate, and client verification if it asks for it);
+        the receiver then listens on `https://localhost:PORT/hook` and records each request's
+        client certificate (`peer_cert`)."""
         import http.server
 
         self.received: list[dict] = []  # every request, in arrival order
@@ -306,8 +309,9 @@ class Receiver:
                     ok = receiver.verify(self.headers, body)
                     if not ok:
                         receiver.bad_signatures += 1
+                    peer = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
                     receiver.received.append({"headers": dict(self.headers.items()), "body": body,
-                                              "status": status, "signature_ok": ok})
+                                              "status": status, "signature_ok": ok, "peer_cert": peer})
                 self.send_response(status)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -316,7 +320,11 @@ class Receiver:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        if tls is None:
+            self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        else:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://localhost:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def verify(self, headers, body: bytes) -> bool:

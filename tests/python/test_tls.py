@@ -812,3 +812,36 @@ def test_a_silent_client_is_cut_off_at_the_handshake_deadline(demo):
     harness.wait_for(lambda: tls_counters(demo)["sovereign_tls_handshake_timeouts_total"] >= before + 2,
                      what="the handshake timeouts to be counted")
     assert member_handshake_ok(demo)
+
+
+
+def test_webhooks_reach_an_mtls_receiver_with_a_private_ca(demo, tmp_path, sim):
+    """Outbound TLS: `[webhooks] tls` trusts only the demo CA and presents a client certificate
+    to a receiver that requires one."""
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(*demo.cert("server"))
+    server.load_verify_locations(cadata=demo.ca_pem)
+    server.verify_mode = ssl.CERT_REQUIRED
+    receiver = harness.Receiver(tls=server)
+    admin, admin_hash = harness.new_key()
+    cert, key = demo.cert("admin")
+    config = harness.gateway_config(
+        harness.fleet_models(sim.url), {"admin": ("admin", admin_hash)},
+        extra=harness.UNLIMITED + (
+            "\n[webhooks]\nallow_loopback = true\n"
+            f"tls = {{ ca = [{harness.toml_value(str(demo.tls / 'ca.pem'))}], "
+            f"cert = {harness.toml_value(str(cert))}, key = {harness.toml_value(str(key))} }}\n"))
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {admin}"}, timeout=10) as a:
+            sub = a.post("/v1/admin/webhooks", json={"url": receiver.url, "events": ["*"]})
+            assert sub.status_code == 201, sub.text
+            receiver.secret = sub.json()["secret"]
+            assert a.post(f"/v1/admin/webhooks/{sub.json()['id']}/test").status_code == 202
+        got = harness.wait_for(lambda: receiver.accepted(), what="the ping over mutual TLS")[0]
+        assert got["signature_ok"] and got["json"]["event"] == "webhook.test"
+        subject = dict(x[0] for x in got["peer_cert"]["subject"])
+        assert subject["commonName"] == "demo-admin"
+    finally:
+        gw.kill()
+        receiver.close()
