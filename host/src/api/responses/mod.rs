@@ -17,6 +17,7 @@
 //! read the caller's team's stored responses. Retention: `[responses] retention_hours`.
 
 mod convert;
+mod items;
 mod stream;
 
 use axum::Json;
@@ -35,7 +36,8 @@ use crate::server::error::ApiError;
 use crate::state::AppState;
 use crate::store::TeamId;
 use crate::store::responses::StoredResponse;
-use convert::{ItemIds, ResponsesRequest};
+use convert::ResponsesRequest;
+use items::ItemIds;
 
 /// Longest `previous_response_id` chain followed (each link is one store read).
 const MAX_CHAIN: usize = 256;
@@ -63,8 +65,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     // stored and shown.
     let messages = chat.body["messages"]
         .as_array()
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[][..], Vec::as_slice);
     let turn = messages[messages.len().saturating_sub(turn_len)..].to_vec();
     let mut request = request;
     if request.instructions.is_some() {
@@ -83,7 +84,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     };
     let (model, answered) =
         chat::answer_parts(&call, served, request.stream, true, Shape::Chat, settle).await;
-    let draft = Draft {
+    let mut draft = Draft {
         id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
         created_at: call.app.0.access.now_ms(),
         model: model.id.0.clone(),
@@ -93,7 +94,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     let response = match answered {
         Ok(Answer::Whole(answer)) => {
             let object = draft.finish(&answer);
-            draft.store(&call, &object).await?;
+            draft.store(&call, &object).await;
             Json(object).into_response()
         }
         Ok(Answer::Stream(body)) => chat::sse_response(stream::events(call.clone(), draft, body)),
@@ -152,16 +153,17 @@ impl Draft {
 
     /// The finished response of a whole chat answer.
     fn finish(&self, answer: &Value) -> Value {
-        let (output, status) = convert::output_items(answer, &mut ItemIds::new(&self.id));
-        self.object(status, output, convert::usage(&answer["usage"]))
+        let (output, status) = items::output_items(answer, &mut ItemIds::new(&self.id));
+        self.object(status, output, items::usage(&answer["usage"]))
     }
 
     /// Commits the response when the request asked for it to be stored (the default): returns
     /// once it is committed, with the charge queued before it on the same queue (one transaction
-    /// for everything finished meanwhile: `budget::Charger`).
-    async fn store(&self, call: &Call, object: &Value) -> Result<(), ApiError> {
+    /// for everything finished meanwhile: `budget::Charger`). A failing store is retried there,
+    /// and this waits: nothing is answered as stored that is not.
+    async fn store(&mut self, call: &Call, object: &Value) {
         if !self.request.store {
-            return Ok(());
+            return;
         }
         call.app
             .0
@@ -172,12 +174,11 @@ impl Draft {
                 team_id: TeamId(call.principal.team_id.clone()),
                 key_id: call.principal.key_id.clone(),
                 previous_id: self.request.previous_response_id.clone(),
-                input: Value::Array(self.turn.clone()),
+                input: Value::Array(std::mem::take(&mut self.turn)),
                 response: object.clone(),
                 created_at: self.created_at,
             })
             .await;
-        Ok(())
     }
 }
 
@@ -213,7 +214,7 @@ async fn resolve_references(
             .and_then(Value::as_str)
             .ok_or_else(|| ApiError::invalid(&at, "An `item_reference` needs the item's `id`."))?
             .to_string();
-        let response_id = convert::response_of_item(&id).ok_or_else(|| {
+        let response_id = items::response_of_item(&id).ok_or_else(|| {
             ApiError::invalid(&at, format!("`{id}` is not an item id of this gateway."))
         })?;
         if !loaded.iter().any(|(r, _)| *r == response_id) {
@@ -225,7 +226,7 @@ async fn resolve_references(
                 .await?;
             let mut all = Vec::new();
             if let Some(stored) = stored {
-                all.extend(convert::input_items(
+                all.extend(items::input_items(
                     &stored.id,
                     stored.input.as_array().map_or(&[], Vec::as_slice),
                 ));
@@ -283,7 +284,7 @@ async fn chain(call: &Call, id: &str) -> Result<Vec<Value>, ApiError> {
     let mut messages = Vec::new();
     for t in turns.iter().rev() {
         messages.extend(t.input.as_array().cloned().unwrap_or_default());
-        messages.extend(convert::output_messages(
+        messages.extend(items::output_messages(
             t.response["output"].as_array().map_or(&[], Vec::as_slice),
         ));
     }
@@ -398,7 +399,7 @@ pub async fn input_items(
         ));
     }
     let stored = stored(&app, &principal, &id).await?;
-    let mut items = convert::input_items(&id, stored.input.as_array().map_or(&[], Vec::as_slice));
+    let mut items = items::input_items(&id, stored.input.as_array().map_or(&[], Vec::as_slice));
     match q.order.as_deref() {
         None | Some("desc") => items.reverse(),
         Some("asc") => {}

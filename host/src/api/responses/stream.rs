@@ -15,7 +15,7 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 
 use super::Draft;
-use super::convert::{self, ItemIds};
+use super::items::{self, ItemIds};
 use crate::pipeline::call::Call;
 
 /// Events buffered between the converter and the client.
@@ -154,14 +154,7 @@ impl Teller {
         };
         let done = self.draft.object(status, output, self.usage.clone());
         // Committed before the client hears it is complete: a continuation finds it.
-        if let Err(e) = self.draft.store(call, &done).await {
-            let mut failed = done;
-            failed["status"] = json!("failed");
-            failed["error"] = json!({"code": "store_unavailable", "message": e.body()["error"]["message"].clone()});
-            return self
-                .send("response.failed", json!({"response": failed}))
-                .await;
-        }
+        self.draft.store(call, &done).await;
         let kind = if status == "incomplete" {
             "response.incomplete"
         } else {
@@ -173,7 +166,7 @@ impl Teller {
     /// One chat chunk: text deltas, tool-call deltas, the finish reason, usage.
     async fn chunk(&mut self, v: &Value) -> Result<(), Gone> {
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-            self.usage = convert::usage(u);
+            self.usage = items::usage(u);
         }
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(());
@@ -218,7 +211,7 @@ impl Teller {
                         .unwrap_or_default()
                         .to_string();
                     let index = self.items.len();
-                    let item = convert::function_call_item(&id, &call_id, &name, "", "in_progress");
+                    let item = items::function_call_item(&id, &call_id, &name, "", "in_progress");
                     self.items.push(Item::Call {
                         id,
                         call_id,
@@ -255,7 +248,7 @@ impl Teller {
     async fn open_message(&mut self) -> Result<usize, Gone> {
         let id = self.ids.next("msg");
         let index = self.items.len();
-        let mut item = convert::message_item(&id, "", "in_progress");
+        let mut item = items::message_item(&id, "", "in_progress");
         item["content"] = json!([]);
         self.items.push(Item::Message {
             id: id.clone(),
@@ -298,7 +291,7 @@ impl Teller {
                                "part": {"type": "output_text", "text": text, "annotations": []}}),
                     )
                     .await?;
-                    convert::message_item(id, text, "completed")
+                    items::message_item(id, text, "completed")
                 }
                 Item::Call {
                     id,
@@ -311,7 +304,7 @@ impl Teller {
                         json!({"item_id": id, "output_index": index, "name": name, "arguments": arguments}),
                     )
                     .await?;
-                    convert::function_call_item(id, call_id, name, arguments, "completed")
+                    items::function_call_item(id, call_id, name, arguments, "completed")
                 }
             };
             self.send(
