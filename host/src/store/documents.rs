@@ -1,7 +1,8 @@
 //! The document library's durable half (issue 15): documents, their chunks and the chunks'
 //! vectors, scoped by team. The in-memory search index (`crate::rag`) is rebuilt from
-//! [`DocumentStore::chunk_vectors`] at start; a PostgreSQL (pgvector) back end implements the
-//! same trait. Format and guarantees in `docs/DOCUMENTS.md`.
+//! [`DocumentStore::chunk_vectors`] at start (and, with replicas, follows other replicas' uploads
+//! through [`DocumentStore::document_vectors`]); SQLite and PostgreSQL implement it. Format and
+//! guarantees in `docs/DOCUMENTS.md`.
 
 use futures_util::future::BoxFuture;
 
@@ -169,6 +170,8 @@ pub trait DocumentStore: Send + Sync + std::fmt::Debug {
     fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>>;
     /// Every chunk of a document embedded with `model` (the index rebuild at start).
     fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>>;
+    /// One document's chunks with their vectors (another replica's upload, indexed here).
+    fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>>;
     /// The chunks of one document, in order (re-embedding it with another model).
     fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>>;
     /// Replaces the vectors of a document's chunks (`(chunk id, vector bytes)`) and its model,

@@ -5,8 +5,15 @@
 //! for everything queued before a point ([`GroupCommit::flush`]). The charger (settled usage),
 //! the webhook outbox (deliveries) and the webhook recorder (attempt outcomes) are this, with
 //! their own write.
+//!
+//! A shared store (PostgreSQL) may be away for a while; [`GroupCommit::tolerate_outages`] lets
+//! waiters go on while the writer has been failing for less than the grace: their items stay
+//! queued and are retried until they commit (in memory only, meanwhile). Past the grace, waiters
+//! wait again, and the gateway refuses new requests ([`GroupCommit::outage`]).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -25,12 +32,49 @@ enum Job<T> {
 /// The queueing side; cheap to clone.
 pub struct GroupCommit<T> {
     tx: mpsc::UnboundedSender<Job<T>>,
+    health: Arc<Health>,
+}
+
+/// Whether the writer is failing, and for how long waiters may go on without it.
+#[derive(Debug)]
+struct Health {
+    /// Set while writes fail: when the first of them failed.
+    failing: tokio::sync::watch::Sender<Option<Instant>>,
+    /// Milliseconds; 0: waiters always wait (the embedded store).
+    grace_ms: AtomicI64,
+}
+
+impl Health {
+    fn new() -> Arc<Health> {
+        Arc::new(Health {
+            failing: tokio::sync::watch::Sender::new(None),
+            grace_ms: AtomicI64::new(0),
+        })
+    }
+
+    fn grace(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.grace_ms.load(Ordering::Relaxed)).unwrap_or(0))
+    }
+
+    /// Resolves when the writer is failing and still within the grace; never otherwise.
+    async fn excused(&self) {
+        let grace = self.grace();
+        if grace.is_zero() {
+            return std::future::pending().await;
+        }
+        let mut rx = self.failing.subscribe();
+        let within = |since: &Option<Instant>| since.is_some_and(|t| t.elapsed() < grace);
+        if rx.wait_for(within).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl<T> Clone for GroupCommit<T> {
     fn clone(&self) -> Self {
         GroupCommit {
             tx: self.tx.clone(),
+            health: self.health.clone(),
         }
     }
 }
@@ -44,6 +88,7 @@ impl<T> std::fmt::Debug for GroupCommit<T> {
 /// The writing side, started once its write is known ([`Writer::start`]).
 pub struct Writer<T> {
     rx: mpsc::UnboundedReceiver<Job<T>>,
+    health: Arc<Health>,
 }
 
 impl<T: Clone + Send + 'static> GroupCommit<T> {
@@ -51,7 +96,14 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
     /// fed before the subscriptions it writes against are loaded).
     pub fn channel() -> (GroupCommit<T>, Writer<T>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (GroupCommit { tx }, Writer { rx })
+        let health = Health::new();
+        (
+            GroupCommit {
+                tx,
+                health: health.clone(),
+            },
+            Writer { rx, health },
+        )
     }
 
     /// The queue with its writer started.
@@ -72,20 +124,49 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
         self.tx.send(Job::Item(item, None)).is_ok()
     }
 
-    /// Queues `item` and returns once it is written (at once if the writer has stopped).
+    /// Queues `item` and returns once it is written (at once if the writer has stopped; early,
+    /// with the item still queued, while an outage is within its grace).
     pub async fn push_and_wait(&self, item: T) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(Job::Item(item, Some(ack))).is_ok() {
+            tokio::select! {
+                _ = done => {}
+                () = self.health.excused() => {}
+            }
+        }
+    }
+
+    /// Queues `item` and returns once it is written, outage or not (at once only if the writer
+    /// has stopped): for what must never be acknowledged before it is durable.
+    pub async fn push_and_wait_durable(&self, item: T) {
         let (ack, done) = oneshot::channel();
         if self.tx.send(Job::Item(item, Some(ack))).is_ok() {
             let _ = done.await;
         }
     }
 
-    /// Returns once everything queued before this call is written.
+    /// Returns once everything queued before this call is written (or, as
+    /// [`GroupCommit::push_and_wait`], while an outage is within its grace).
     pub async fn flush(&self) {
         let (ack, done) = oneshot::channel();
         if self.tx.send(Job::Flush(ack)).is_ok() {
-            let _ = done.await;
+            tokio::select! {
+                _ = done => {}
+                () = self.health.excused() => {}
+            }
         }
+    }
+
+    /// Lets waiters go on while writes have been failing for less than `grace` (a shared store:
+    /// traffic continues through its outage, its writes queued).
+    pub fn tolerate_outages(&self, grace: Duration) {
+        let ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+        self.health.grace_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// How long writes have been failing (`None`: they are not).
+    pub fn outage(&self) -> Option<Duration> {
+        self.health.failing.borrow().map(|t| t.elapsed())
     }
 }
 
@@ -101,7 +182,7 @@ impl<T: Clone + Send + 'static> Writer<T> {
     where
         W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
     {
-        let mut rx = self.rx;
+        let (mut rx, health) = (self.rx, self.health);
         tokio::spawn(async move {
             let mut jobs = Vec::with_capacity(max_batch);
             while rx.recv_many(&mut jobs, max_batch).await > 0 {
@@ -120,9 +201,15 @@ impl<T: Clone + Send + 'static> Writer<T> {
                     let mut backoff = Duration::from_millis(10);
                     while let Err(e) = write(items.clone()).await {
                         tracing::error!(error = %e, what, items = items.len(), retry_in = ?backoff, "writing to the store failed; retrying");
+                        health.failing.send_if_modified(|f| {
+                            let first = f.is_none();
+                            f.get_or_insert_with(Instant::now);
+                            first
+                        });
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(MAX_BACKOFF);
                     }
+                    health.failing.send_if_modified(|f| f.take().is_some());
                 }
                 for ack in acks {
                     let _ = ack.send(());

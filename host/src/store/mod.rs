@@ -1,6 +1,6 @@
 //! The store: where teams, keys, usage and budget counters live. Callers see only the [`Store`]
-//! trait; [`sqlite::SqliteStore`] is the embedded back end, and a PostgreSQL/Redis one will
-//! implement the same trait (`docs/STORE.md`).
+//! trait; [`sqlite::SqliteStore`] is the embedded back end and [`postgres::PgStore`] the one
+//! replicas share (`docs/STORE.md`); [`rules`] is what both apply around their SQL.
 //!
 //! The trait is object-safe (`Arc<dyn Store>`): each method returns a boxed future rather than
 //! being an `async fn`, because `async fn` in traits cannot be called through `dyn` on Rust 1.95.
@@ -11,7 +11,10 @@ pub mod cert_identities;
 pub mod clock;
 pub mod documents;
 pub mod group_commit;
+pub mod policies;
+pub mod postgres;
 pub mod responses;
+pub(crate) mod rules;
 pub mod sqlite;
 pub mod types;
 pub mod webhooks;
@@ -21,6 +24,7 @@ use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook,
 
 pub use cert_identities::{CertIdentity, CertSource, NewCertIdentity};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
+pub use policies::{PolicyKind, StoredPolicy};
 pub use types::{
     BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
     ReservationId, ReserveOutcome, Team, TeamId, TeamPatch, UsageFilter, UsageRecord, UsageRow,
@@ -53,6 +57,12 @@ pub enum StoreError {
     },
     #[error("store worker thread failed: {0}")]
     Worker(String),
+    #[error("postgres: {}", postgres::describe(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+    /// No connection from the pool: the server refused or did not answer in time, or the pool
+    /// waited too long for a free connection.
+    #[error("postgres connection pool: {0}")]
+    Pool(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -164,6 +174,40 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'_, StoreResult<u64>>;
     /// Deletes delivered and skipped deliveries finished before `before`.
     fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>>;
+    /// Takes or keeps the right to deliver the subscription's outbox until `until`, for `owner`
+    /// (a replica): granted when nobody holds it, `owner` does, or the holder's lease has ended
+    /// (by the store's clock). `false`: another replica holds it. A back end only one process
+    /// can open (SQLite) grants it always.
+    fn claim_webhook(
+        &self,
+        id: String,
+        owner: String,
+        until: UnixMillis,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        let _ = (id, owner, until);
+        Box::pin(async { Ok(true) })
+    }
+
+    // Policy versions shared by replicas (`policies.rs`). A back end only one process opens
+    // (SQLite) keeps none: that process holds its versions in memory.
+    /// Stores a version; with `activate`, it becomes its kind's active one, in one transaction.
+    fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {
+        let _ = (policy, activate);
+        Box::pin(async { Ok(()) })
+    }
+    /// Makes a stored version its kind's active one; `false` when there is no such version.
+    fn activate_policy(&self, kind: PolicyKind, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        let _ = (kind, id);
+        Box::pin(async { Ok(true) })
+    }
+    /// Every stored version of a kind, oldest first, and the id of the active one.
+    fn policies(
+        &self,
+        kind: PolicyKind,
+    ) -> BoxFuture<'_, StoreResult<(Vec<StoredPolicy>, Option<String>)>> {
+        let _ = kind;
+        Box::pin(async { Ok((Vec::new(), None)) })
+    }
 
     // Certificate identities (mutual TLS).
     /// `Invalid` (field `match`) when another identity has the same matcher.

@@ -16,6 +16,7 @@ mod hot_swap;
 mod journal;
 mod layers;
 mod policy;
+mod services;
 mod shaper;
 mod store;
 mod tls;

@@ -6,6 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use crate::store::rules::check_not_negative;
 use crate::store::{
     BudgetScope, BudgetState, Micros, ReservationId, ReserveOutcome, StoreError, StoreResult,
     UnixMillis, UsageRecord,
@@ -39,12 +40,7 @@ pub(super) fn reserve(
     mut scopes: Vec<BudgetScope>,
     amount: Micros,
 ) -> StoreResult<ReserveOutcome> {
-    if amount < 0 {
-        return Err(StoreError::Invalid {
-            field: "amount",
-            reason: "must not be negative".into(),
-        });
-    }
+    check_not_negative(amount, "amount")?;
     scopes.dedup();
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     for scope in &scopes {
@@ -112,12 +108,7 @@ pub(super) fn settle_stale(conn: &mut Connection, before: UnixMillis) -> StoreRe
 
 /// The body of a settlement, inside the caller's transaction.
 fn settle_in(tx: &Connection, id: ReservationId, actual: Micros) -> StoreResult<()> {
-    if actual < 0 {
-        return Err(StoreError::Invalid {
-            field: "actual",
-            reason: "must not be negative".into(),
-        });
-    }
+    check_not_negative(actual, "actual")?;
     let amount: Micros = tx
         .prepare_cached("SELECT amount_micros FROM reservations WHERE id = ?1")?
         .query_row([id.0], |r| r.get(0))

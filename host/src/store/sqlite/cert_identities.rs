@@ -1,9 +1,10 @@
 //! Certificate identities in SQLite: rows of `cert_identities`, one per matcher.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, Row, TransactionBehavior, params};
 
 use crate::config::Role;
 use crate::store::cert_identities::{CertIdentity, CertSource, NewCertIdentity};
+use crate::store::rules::{check_name, new_id};
 use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
 use crate::tls::CertMatch;
 
@@ -43,16 +44,14 @@ fn finish((mut c, kind, value): (CertIdentity, String, String)) -> StoreResult<C
 }
 
 pub(super) fn create(
-    c: &Connection,
+    conn: &mut Connection,
     now: UnixMillis,
     new: NewCertIdentity,
 ) -> StoreResult<CertIdentity> {
-    if new.name.trim().is_empty() || new.name.len() > 200 {
-        return Err(StoreError::Invalid {
-            field: "name",
-            reason: "must be 1 to 200 characters".into(),
-        });
-    }
+    check_name(&new.name)?;
+    // One transaction: another connection cannot take the matcher between the check and the
+    // insert.
+    let c = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let team_exists: bool = c.query_row(
         "SELECT EXISTS (SELECT 1 FROM teams WHERE id = ?1)",
         [&new.team_id.0],
@@ -74,7 +73,7 @@ pub(super) fn create(
             reason: format!("certificate identity {other} already maps {}", new.matcher),
         });
     }
-    let id = format!("cid_{}", uuid::Uuid::now_v7().simple());
+    let id = new_id("cid_");
     c.execute(
         "INSERT INTO cert_identities
              (id, name, team_id, role, match_kind, match_value, source, created_at)
@@ -90,6 +89,7 @@ pub(super) fn create(
             now
         ],
     )?;
+    c.commit()?;
     Ok(CertIdentity {
         id,
         name: new.name,

@@ -202,17 +202,29 @@ pub(super) fn chunk_vectors(c: &Connection, model: &str) -> StoreResult<Vec<Chun
          FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
          WHERE d.model = ?1 ORDER BY ch.id",
     )?;
-    let rows = st.query_map([model], |r| {
-        Ok(ChunkVector {
-            id: r.get::<_, i64>(0)?.unsigned_abs(),
-            team_id: r.get(1)?,
-            collection: r.get(2)?,
-            document_id: r.get(3)?,
-            text: r.get(4)?,
-            vector: r.get(5)?,
-        })
-    })?;
+    let rows = st.query_map([model], chunk_vector_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(super) fn document_vectors(c: &Connection, id: &str) -> StoreResult<Vec<ChunkVector>> {
+    let mut st = c.prepare(
+        "SELECT ch.id, d.team_id, d.collection, d.id, ch.text, ch.vector
+         FROM document_chunks ch JOIN documents d ON d.id = ch.document_id
+         WHERE d.id = ?1 ORDER BY ch.id",
+    )?;
+    let rows = st.query_map([id], chunk_vector_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn chunk_vector_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkVector> {
+    Ok(ChunkVector {
+        id: r.get::<_, i64>(0)?.unsigned_abs(),
+        team_id: r.get(1)?,
+        collection: r.get(2)?,
+        document_id: r.get(3)?,
+        text: r.get(4)?,
+        vector: r.get(5)?,
+    })
 }
 
 pub(super) fn document_chunks(c: &Connection, id: &str) -> StoreResult<Vec<StoredChunk>> {

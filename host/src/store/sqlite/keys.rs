@@ -4,16 +4,12 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
-use super::teams::check_budget;
 use super::{from_json, opt_i64_of, to_json};
-use crate::auth::{KEY_PREFIX, generate_secret, hash_secret};
+use crate::store::rules::{check_key, check_not_negative, key_state, new_id, new_secret};
 use crate::store::types::role_parse;
 use crate::store::{
     CreatedKey, KeyId, KeyInfo, KeyState, NewKey, StoreError, StoreResult, TeamId, UnixMillis,
 };
-
-/// Hex digits of the secret shown in listings after `sk-sov-`.
-const SHOWN_HEX: usize = 6;
 
 const SELECT: &str = "SELECT k.id, k.team_id, k.name, k.prefix, k.role, k.created_at,
         k.last_used_at, k.expires_at, k.revoked_at, k.rotated_to, k.grace_until,
@@ -59,21 +55,6 @@ fn row(r: &Row<'_>) -> rusqlite::Result<RawKey> {
     })
 }
 
-/// Whether a key authenticates at `now`.
-pub(crate) fn state(k: &KeyInfo, now: UnixMillis) -> KeyState {
-    if k.revoked_at.is_some() {
-        KeyState::Revoked
-    } else if k.expires_at.is_some_and(|e| e <= now) {
-        KeyState::Expired
-    } else {
-        match k.grace_until {
-            Some(until) if until <= now => KeyState::Expired,
-            Some(until) => KeyState::Rotating { until },
-            None => KeyState::Active,
-        }
-    }
-}
-
 fn finish(raw: RawKey, now: UnixMillis) -> StoreResult<KeyInfo> {
     let mut k = raw.info;
     k.role = role_parse(&raw.role)
@@ -81,7 +62,7 @@ fn finish(raw: RawKey, now: UnixMillis) -> StoreResult<KeyInfo> {
     k.ip_allowlist = from_json(&raw.allowlist, "keys.ip_allowlist")?;
     k.rpm = raw.rpm.and_then(|v| u32::try_from(v).ok());
     k.tpd = raw.tpd.and_then(|v| u64::try_from(v).ok());
-    k.state = state(&k, now);
+    k.state = key_state(&k, now);
     Ok(k)
 }
 
@@ -137,17 +118,6 @@ pub(super) fn list(
     rows.map(|r| finish(r?, now)).collect()
 }
 
-fn check(new: &NewKey) -> StoreResult<()> {
-    check_budget(new.budget)?;
-    if new.name.as_ref().is_some_and(|n| n.len() > 200) {
-        return Err(StoreError::Invalid {
-            field: "name",
-            reason: "must be at most 200 characters".into(),
-        });
-    }
-    Ok(())
-}
-
 /// Inserts a key and its budget row inside the caller's transaction; `spent` carries a
 /// predecessor's spend over on rotation.
 fn insert(
@@ -156,12 +126,8 @@ fn insert(
     new: &NewKey,
     spent: i64,
 ) -> StoreResult<(KeyId, String)> {
-    let secret = generate_secret();
-    let prefix = secret
-        .get(..KEY_PREFIX.len() + SHOWN_HEX)
-        .unwrap_or(KEY_PREFIX)
-        .to_string();
-    let id = insert_hashed(tx, now, new, spent, &hash_secret(&secret), &prefix)?;
+    let (secret, hash, prefix) = new_secret();
+    let id = insert_hashed(tx, now, new, spent, &hash, &prefix)?;
     Ok((id, secret))
 }
 
@@ -182,7 +148,7 @@ fn insert_hashed(
     if !team_exists {
         return Err(StoreError::TeamNotFound(new.team_id.clone()));
     }
-    let id = KeyId(format!("key_{}", uuid::Uuid::now_v7().simple()));
+    let id = KeyId(new_id("key_"));
     tx.execute(
         "INSERT INTO keys (id, team_id, name, hash, prefix, role, created_at, expires_at,
              ip_allowlist, rpm, tpd)
@@ -217,7 +183,7 @@ pub(super) fn import(
     hash: [u8; 32],
     prefix: String,
 ) -> StoreResult<KeyInfo> {
-    check(&new)?;
+    check_key(&new)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let id = match by_hash(&tx, now, &hash)? {
         Some(existing) => existing.id,
@@ -233,7 +199,7 @@ pub(super) fn create(
     now: UnixMillis,
     new: NewKey,
 ) -> StoreResult<CreatedKey> {
-    check(&new)?;
+    check_key(&new)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let (id, secret) = insert(&tx, now, &new, 0)?;
     let info = get(&tx, now, &id)?.ok_or_else(|| StoreError::KeyNotFound(id.clone()))?;
@@ -247,12 +213,7 @@ pub(super) fn rotate(
     id: KeyId,
     grace_ms: i64,
 ) -> StoreResult<CreatedKey> {
-    if grace_ms < 0 {
-        return Err(StoreError::Invalid {
-            field: "grace",
-            reason: "must not be negative".into(),
-        });
-    }
+    check_not_negative(grace_ms, "grace")?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let old = get(&tx, now, &id)?.ok_or_else(|| StoreError::KeyNotFound(id.clone()))?;
     // Only a key that is fully active is rotated: rotating a key already in its grace would

@@ -25,6 +25,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use rusqlite::Connection;
 
+// The column conversions the table modules share (`super::rules`: PostgreSQL uses them too).
+use super::rules::{from_json, i64_of, opt_i64_of, to_json};
 use super::{
     BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
     NewCertIdentity, NewKey, NewTeam, ReservationId, ReserveOutcome, Store, StoreError,
@@ -379,6 +381,10 @@ impl DocumentStore for SqliteStore {
         self.run(move |c, _| documents::chunk_vectors(c, &model))
     }
 
+    fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
+        self.run(move |c, _| documents::document_vectors(c, &id))
+    }
+
     fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
         self.run(move |c, _| documents::document_chunks(c, &id))
     }
@@ -430,28 +436,6 @@ impl DocumentStore for SqliteStore {
     fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run(move |c, _| documents::delete_vector_store(c, &team, &id))
     }
-}
-
-// Conversions shared by the table modules.
-
-fn to_json(v: &[String]) -> StoreResult<String> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn from_json(s: &str, what: &str) -> StoreResult<Vec<String>> {
-    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
-}
-
-/// A count or cap into SQLite's signed integer.
-fn i64_of(v: u64, field: &'static str) -> StoreResult<i64> {
-    i64::try_from(v).map_err(|_| StoreError::Invalid {
-        field,
-        reason: "too large".into(),
-    })
-}
-
-fn opt_i64_of(v: Option<u64>, field: &'static str) -> StoreResult<Option<i64>> {
-    v.map(|v| i64_of(v, field)).transpose()
 }
 
 #[cfg(test)]

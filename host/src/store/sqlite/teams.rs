@@ -4,9 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{from_json, opt_i64_of, to_json};
-use crate::store::{
-    Micros, NewTeam, Plan, StoreError, StoreResult, Team, TeamId, TeamPatch, UnixMillis,
-};
+use crate::store::rules::{check_budget, check_name, check_team_id, new_id};
+use crate::store::{NewTeam, Plan, StoreError, StoreResult, Team, TeamId, TeamPatch, UnixMillis};
 
 const SELECT: &str = "SELECT t.id, t.name, t.plan, b.limit_micros, t.token_cap_per_day,
         t.allowed_regions, t.created_at, t.updated_at, t.sensitive_only, t.allowed_models
@@ -41,43 +40,6 @@ fn finish((mut team, regions, models): (Team, String, String)) -> StoreResult<Te
     Ok(team)
 }
 
-fn check_name(name: &str) -> StoreResult<()> {
-    if name.trim().is_empty() || name.len() > 200 {
-        return Err(StoreError::Invalid {
-            field: "name",
-            reason: "must be 1 to 200 characters".into(),
-        });
-    }
-    Ok(())
-}
-
-/// Ids given from outside (config-file teams): short, and safe in URLs, logs and file names.
-fn check_id(id: &str) -> StoreResult<()> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid {
-            field: "id",
-            reason: "must be 1 to 64 letters, digits, '_', '-' or '.'".into(),
-        })
-    }
-}
-
-pub(super) fn check_budget(budget: Option<Micros>) -> StoreResult<()> {
-    if budget.is_some_and(|b| b < 0) {
-        return Err(StoreError::Invalid {
-            field: "budget",
-            reason: "must not be negative".into(),
-        });
-    }
-    Ok(())
-}
-
 pub(super) fn get(conn: &Connection, id: &TeamId) -> StoreResult<Option<Team>> {
     let found = conn
         .prepare_cached(&format!("{SELECT} WHERE t.id = ?1"))?
@@ -97,10 +59,10 @@ pub(super) fn create(conn: &mut Connection, now: UnixMillis, new: NewTeam) -> St
     check_budget(new.budget)?;
     let id = match new.id {
         Some(id) => {
-            check_id(&id.0)?;
+            check_team_id(&id.0)?;
             id
         }
-        None => TeamId(format!("team_{}", uuid::Uuid::now_v7().simple())),
+        None => TeamId(new_id("team_")),
     };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute(

@@ -3,15 +3,11 @@
 use rusqlite::{Connection, params};
 
 use super::i64_of;
-use crate::store::{KeyId, StoreError, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
+use crate::store::rules::check_not_negative;
+use crate::store::{KeyId, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
-    if u.spend < 0 {
-        return Err(StoreError::Invalid {
-            field: "spend",
-            reason: "must not be negative".into(),
-        });
-    }
+    check_not_negative(u.spend, "spend")?;
     conn.prepare_cached(
         "INSERT INTO usage (at, team_id, key_id, actor, model, tokens_in, tokens_out, spend_micros)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

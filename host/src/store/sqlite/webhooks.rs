@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{from_json, to_json};
+use crate::store::rules::new_id;
 use crate::store::webhooks::{
     Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, NewWebhook,
     Outcome, Webhook,
@@ -37,7 +38,7 @@ fn finish_webhook((mut w, events): (Webhook, String)) -> StoreResult<Webhook> {
 }
 
 pub(super) fn create(c: &mut Connection, now: UnixMillis, w: NewWebhook) -> StoreResult<Webhook> {
-    let id = format!("wh_{}", uuid::Uuid::now_v7().simple());
+    let id = new_id("wh_");
     c.execute(
         "INSERT INTO webhooks (id, url, events, team_id, shaper, secret, description, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -1,0 +1,575 @@
+//! The shared back end (issue 17, scale-out): PostgreSQL through a `deadpool-postgres` pool of
+//! `tokio-postgres` connections (plain TCP or a Unix socket; no TLS yet), one pool per process,
+//! every replica on the same database. Each call takes a connection, reads the store's clock,
+//! and runs its statements, writes in one transaction (READ COMMITTED); statements are prepared
+//! once per connection and cached.
+//!
+//! Every check-and-change is exact across replicas: it is one conditional statement, or it runs
+//! under row locks taken in one global order — team rows, then reservation rows, then budget rows
+//! by scope, then key rows (a team's deletion cascading to its keys) — so concurrent transactions
+//! wait for each other instead of deadlocking. The webhook outbox numbers deliveries under an
+//! advisory lock, so seq order is commit order. The document library (`DocumentStore`) lives
+//! here too, so replicas share it. `docs/STORE.md` ("PostgreSQL back end") has the schema and
+//! the reasoning.
+
+mod budgets;
+mod cert_identities;
+mod documents;
+mod keys;
+pub(crate) mod migrations;
+mod policies;
+mod responses;
+mod teams;
+mod usage;
+mod webhooks;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{
+    GenericClient, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+};
+use futures_util::future::BoxFuture;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+use super::documents::{
+    ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
+    NewDocument, NewFile, StoredChunk, VectorStoreRecord,
+};
+use super::webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
+use super::{
+    BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
+    NewCertIdentity, NewKey, NewTeam, PolicyKind, ReservationId, ReserveOutcome, Store, StoreError,
+    StoreResult, StoredPolicy, Team, TeamId, TeamPatch, UnixMillis, UsageFilter, UsageRecord,
+    UsageRow, responses::StoredResponse,
+};
+
+/// How long opening one connection may take (unless the URL sets `connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a call waits for a free connection before failing with [`StoreError::Pool`].
+const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long checking an idle connection before reuse may take.
+const RECYCLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the pool's config: the connection string may hold a password.
+        f.debug_struct("PgStore")
+            .field("pool", &self.pool.status())
+            .field("clock", &self.clock)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or the
+    /// `key=value` form) with a pool of at most `pool_size` connections, checks that a connection
+    /// opens, and brings the schema up to date (replicas starting together take turns).
+    pub async fn connect(
+        url: &str,
+        pool_size: usize,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<PgStore> {
+        let mut config: tokio_postgres::Config =
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| StoreError::Invalid {
+                    field: "url",
+                    reason: format!("not a PostgreSQL connection string: {}", describe(&e)),
+                })?;
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(StoreError::Invalid {
+                field: "url",
+                reason: "sslmode=require: TLS to PostgreSQL is not supported yet".into(),
+            });
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("sovereign");
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(WAIT_TIMEOUT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(RECYCLE_TIMEOUT))
+            .build()
+            .map_err(|e| StoreError::Pool(e.to_string()))?;
+        let mut conn = pool.get().await?;
+        migrations::migrate_to(&mut conn, migrations::latest(), clock.now_ms()).await?;
+        drop(conn);
+        Ok(PgStore { pool, clock })
+    }
+
+    /// The schema version this build creates and upgrades to.
+    pub fn latest_schema_version() -> i64 {
+        migrations::latest()
+    }
+
+    /// The database's schema version.
+    pub async fn schema_version(&self) -> StoreResult<i64> {
+        let conn = self.pool.get().await?;
+        migrations::version(&conn).await
+    }
+
+    /// Runs `f` with a pooled connection and the current time.
+    fn run<'a, T, F, Fut>(&'a self, f: F) -> BoxFuture<'a, StoreResult<T>>
+    where
+        T: Send + 'a,
+        F: FnOnce(Object, UnixMillis) -> Fut + Send + 'a,
+        Fut: Future<Output = StoreResult<T>> + Send + 'a,
+    {
+        Box::pin(async move {
+            let conn = self.pool.get().await?;
+            // Read once the connection is ours, as SQLite reads it under its lock.
+            let now = self.clock.now_ms();
+            f(conn, now).await
+        })
+    }
+}
+
+impl From<PoolError> for StoreError {
+    fn from(e: PoolError) -> Self {
+        match e {
+            PoolError::Backend(e) => StoreError::Pool(format!("connecting: {}", describe(&e))),
+            other => StoreError::Pool(other.to_string()),
+        }
+    }
+}
+
+/// A PostgreSQL error in one line: the server's message and SQLSTATE, or what failed on the
+/// client's side and why (the detail, which may quote row values, is left out).
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        );
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}
+
+/// Whether `e` is the server refusing a statement with `code` (a unique or foreign key
+/// violation, …).
+fn is(e: &StoreError, code: &SqlState) -> bool {
+    matches!(e, StoreError::Postgres(p) if p.code() == Some(code))
+}
+
+// Statements through the connection's cache of prepared statements (one round trip per call
+// once prepared), on a pooled connection or inside a transaction alike.
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+async fn query<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<Vec<Row>> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.query(&st, params).await?)
+}
+
+async fn query_opt<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    params: Params<'_>,
+) -> StoreResult<Option<Row>> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.query_opt(&st, params).await?)
+}
+
+async fn query_one<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<Row> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.query_one(&st, params).await?)
+}
+
+async fn execute<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<u64> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.execute(&st, params).await?)
+}
+
+/// Whether the team exists (and, inside a transaction, cannot be deleted before it ends: the
+/// row is share-locked as a foreign key check would).
+async fn lock_team<C: GenericClient>(c: &C, team: &TeamId) -> StoreResult<bool> {
+    Ok(query_opt(
+        c,
+        "SELECT 1 FROM teams WHERE id = $1 FOR KEY SHARE",
+        &[&team.0],
+    )
+    .await?
+    .is_some())
+}
+
+impl Store for PgStore {
+    fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
+        self.run(move |mut c, now| async move { teams::create(&mut c, now, team).await })
+    }
+
+    fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
+        self.run(move |c, _| async move { teams::get(&c, &id).await })
+    }
+
+    fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
+        self.run(|c, _| async move { teams::list(&c).await })
+    }
+
+    fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>> {
+        self.run(move |mut c, now| async move { teams::update(&mut c, now, id, patch).await })
+    }
+
+    fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |mut c, _| async move { teams::delete(&mut c, &id).await })
+    }
+
+    fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
+        self.run(move |mut c, now| async move { keys::create(&mut c, now, key).await })
+    }
+
+    fn import_key(
+        &self,
+        key: NewKey,
+        hash: [u8; 32],
+        prefix: String,
+    ) -> BoxFuture<'_, StoreResult<KeyInfo>> {
+        self.run(
+            move |mut c, now| async move { keys::import(&mut c, now, key, hash, prefix).await },
+        )
+    }
+
+    fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
+        self.run(move |c, now| async move { keys::get(&c, now, &id).await })
+    }
+
+    fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
+        self.run(move |c, now| async move { keys::by_hash(&c, now, &hash).await })
+    }
+
+    fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
+        self.run(move |c, now| async move { keys::authenticate(&c, now, &hash).await })
+    }
+
+    fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>> {
+        self.run(move |c, now| async move { keys::list(&c, now, team.as_ref()).await })
+    }
+
+    fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>> {
+        self.run(move |mut c, now| async move { keys::rotate(&mut c, now, id, grace_ms).await })
+    }
+
+    fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>> {
+        self.run(move |mut c, now| async move { keys::revoke(&mut c, now, id).await })
+    }
+
+    fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| async move { keys::touch(&c, id, at).await })
+    }
+
+    fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| async move { usage::record(&c, std::slice::from_ref(&usage)).await })
+    }
+
+    fn charge(&self, batch: Vec<UsageRecord>) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move {
+            let tx = c.transaction().await?;
+            usage::charge_in(&tx, &batch).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
+        self.run(move |c, _| async move { usage::query(&c, &filter).await })
+    }
+
+    fn budget(&self, scope: BudgetScope) -> BoxFuture<'_, StoreResult<Option<BudgetState>>> {
+        self.run(move |c, _| async move { budgets::get(&c, &scope).await })
+    }
+
+    fn reserve(
+        &self,
+        scopes: Vec<BudgetScope>,
+        amount: Micros,
+    ) -> BoxFuture<'_, StoreResult<ReserveOutcome>> {
+        self.run(
+            move |mut c, now| async move { budgets::reserve(&mut c, now, scopes, amount).await },
+        )
+    }
+
+    fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move { budgets::settle(&mut c, id, actual).await })
+    }
+
+    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move { budgets::complete(&mut c, id, &usage).await })
+    }
+
+    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |mut c, _| async move { budgets::settle_stale(&mut c, before).await })
+    }
+
+    fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>> {
+        self.run(move |c, now| async move { webhooks::create(&c, now, webhook).await })
+    }
+
+    fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>> {
+        self.run(|c, _| async move { webhooks::list(&c).await })
+    }
+
+    fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { webhooks::delete(&c, &id).await })
+    }
+
+    fn rotate_webhook_secret(
+        &self,
+        id: String,
+        secret: String,
+        grace_ms: i64,
+    ) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
+        self.run(
+            move |c, now| async move { webhooks::rotate(&c, now, &id, &secret, grace_ms).await },
+        )
+    }
+
+    fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {
+        self.run(move |mut c, now| async move { webhooks::enqueue(&mut c, now, &batch).await })
+    }
+
+    fn pending_deliveries(
+        &self,
+        webhook_id: String,
+        after_seq: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
+        self.run(
+            move |c, _| async move { webhooks::pending(&c, &webhook_id, after_seq, limit).await },
+        )
+    }
+
+    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move { webhooks::record_attempts(&mut c, &records).await })
+    }
+
+    fn deliveries(
+        &self,
+        webhook_id: String,
+        filter: DeliveryFilter,
+    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
+        self.run(
+            move |c, _| async move { webhooks::list_deliveries(&c, &webhook_id, &filter).await },
+        )
+    }
+
+    fn redrive(
+        &self,
+        webhook_id: String,
+        seqs: Option<Vec<i64>>,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, now| async move {
+            webhooks::redrive(&c, now, &webhook_id, seqs.as_deref()).await
+        })
+    }
+
+    fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| async move { webhooks::prune(&c, before).await })
+    }
+
+    fn claim_webhook(
+        &self,
+        id: String,
+        owner: String,
+        until: UnixMillis,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, now| async move { webhooks::claim(&c, now, &id, &owner, until).await })
+    }
+
+    fn create_cert_identity(
+        &self,
+        identity: NewCertIdentity,
+    ) -> BoxFuture<'_, StoreResult<CertIdentity>> {
+        self.run(move |c, now| async move { cert_identities::create(&c, now, identity).await })
+    }
+
+    fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>> {
+        self.run(|c, _| async move { cert_identities::list(&c).await })
+    }
+
+    fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { cert_identities::delete(&c, &id).await })
+    }
+
+    fn charge_and_store(
+        &self,
+        charges: Vec<UsageRecord>,
+        batch: Vec<StoredResponse>,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move {
+            let tx = c.transaction().await?;
+            // Responses first: their teams are locked before any budget row (the lock order).
+            responses::put_in(&tx, &batch).await?;
+            usage::charge_in(&tx, &charges).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn response(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<StoredResponse>>> {
+        self.run(move |c, _| async move { responses::get(&c, &team, &id).await })
+    }
+
+    fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { responses::delete(&c, &team, &id).await })
+    }
+
+    fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| async move { responses::purge(&c, before).await })
+    }
+
+    fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move {
+            let tx = c.transaction().await?;
+            policies::save(&tx, &policy, activate).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn activate_policy(&self, kind: PolicyKind, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { policies::activate(&c, kind, &id).await })
+    }
+
+    fn policies(
+        &self,
+        kind: PolicyKind,
+    ) -> BoxFuture<'_, StoreResult<(Vec<StoredPolicy>, Option<String>)>> {
+        self.run(move |c, _| async move { policies::list(&c, kind).await })
+    }
+}
+
+impl DocumentStore for PgStore {
+    fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>> {
+        self.run(move |mut c, now| async move { documents::insert(&mut c, now, document).await })
+    }
+
+    fn find_document(
+        &self,
+        team: TeamId,
+        collection: String,
+        sha256: String,
+        file_id: Option<String>,
+    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
+        self.run(move |c, _| async move {
+            documents::find(&c, &team, &collection, &sha256, file_id.as_deref()).await
+        })
+    }
+
+    fn document(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
+        self.run(move |c, _| async move { documents::get(&c, &team, &id).await })
+    }
+
+    fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
+        self.run(move |c, _| async move { documents::list(&c, &filter).await })
+    }
+
+    fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
+        self.run(|c, _| async move { documents::all(&c).await })
+    }
+
+    fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { documents::delete(&c, &team, &id).await })
+    }
+
+    fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
+        self.run(move |c, _| async move { documents::chunks(&c, &ids).await })
+    }
+
+    fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
+        self.run(move |c, _| async move { documents::chunk_vectors(&c, &model).await })
+    }
+
+    fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
+        self.run(move |c, _| async move { documents::document_vectors(&c, &id).await })
+    }
+
+    fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
+        self.run(move |c, _| async move { documents::document_chunks(&c, &id).await })
+    }
+
+    fn replace_vectors(
+        &self,
+        id: String,
+        model: String,
+        vectors: Vec<(u64, Vec<u8>)>,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move {
+            documents::replace_vectors(&mut c, &id, &model, &vectors).await
+        })
+    }
+
+    fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
+        self.run(move |c, now| async move { documents::create_file(&c, now, file).await })
+    }
+
+    fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
+        self.run(move |c, _| async move { documents::file(&c, &team, &id).await })
+    }
+
+    fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
+        self.run(move |c, _| async move { documents::files(&c, &team).await })
+    }
+
+    fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { documents::delete_file(&c, &team, &id).await })
+    }
+
+    fn create_vector_store(
+        &self,
+        store: VectorStoreRecord,
+    ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
+        self.run(move |c, now| async move { documents::create_vector_store(&c, now, store).await })
+    }
+
+    fn vector_store(
+        &self,
+        team: TeamId,
+        id: String,
+    ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
+        self.run(move |c, _| async move { documents::vector_store(&c, &team, &id).await })
+    }
+
+    fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
+        self.run(move |c, _| async move { documents::vector_stores(&c, &team).await })
+    }
+
+    fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(
+            move |mut c, _| async move { documents::delete_vector_store(&mut c, &team, &id).await },
+        )
+    }
+}

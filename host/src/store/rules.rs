@@ -1,0 +1,125 @@
+//! What every back end applies around its SQL, so SQLite and PostgreSQL answer alike: the input
+//! checks (names, config ids, budgets, amounts), new ids (`team_`/`key_`/`wh_`/`cid_` + UUIDv7
+//! hex), a key's state at a given time, the prefix shown for a secret, and the column encodings
+//! (string lists as JSON text, unsigned counts in signed 64-bit columns).
+
+use crate::auth::{KEY_PREFIX, generate_secret, hash_secret};
+
+use super::{KeyInfo, KeyState, Micros, NewKey, StoreError, StoreResult, UnixMillis};
+
+/// A new time-ordered id: `prefix` + a UUIDv7 in hex (`team_`, `key_`, `wh_`, `cid_`).
+pub(crate) fn new_id(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Hex digits of the secret shown in listings after `sk-sov-`.
+const SHOWN_HEX: usize = 6;
+
+/// A new key secret, its hash (all the store keeps) and the prefix listings show.
+pub(crate) fn new_secret() -> (String, [u8; 32], String) {
+    let secret = generate_secret();
+    let prefix = secret
+        .get(..KEY_PREFIX.len() + SHOWN_HEX)
+        .unwrap_or(KEY_PREFIX)
+        .to_string();
+    let hash = hash_secret(&secret);
+    (secret, hash, prefix)
+}
+
+/// A team's or certificate identity's name: 1 to 200 characters, not only spaces.
+pub(crate) fn check_name(name: &str) -> StoreResult<()> {
+    if name.trim().is_empty() || name.len() > 200 {
+        return Err(StoreError::Invalid {
+            field: "name",
+            reason: "must be 1 to 200 characters".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Ids given from outside (config-file teams): short, and safe in URLs, logs and file names.
+pub(crate) fn check_team_id(id: &str) -> StoreResult<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            field: "id",
+            reason: "must be 1 to 64 letters, digits, '_', '-' or '.'".into(),
+        })
+    }
+}
+
+pub(crate) fn check_budget(budget: Option<Micros>) -> StoreResult<()> {
+    if budget.is_some_and(|b| b < 0) {
+        return Err(StoreError::Invalid {
+            field: "budget",
+            reason: "must not be negative".into(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_key(new: &NewKey) -> StoreResult<()> {
+    check_budget(new.budget)?;
+    if new.name.as_ref().is_some_and(|n| n.len() > 200) {
+        return Err(StoreError::Invalid {
+            field: "name",
+            reason: "must be at most 200 characters".into(),
+        });
+    }
+    Ok(())
+}
+
+/// An amount of money or a duration that must not be negative (`amount`, `actual`, `spend`,
+/// `grace`).
+pub(crate) fn check_not_negative(v: i64, field: &'static str) -> StoreResult<()> {
+    if v < 0 {
+        return Err(StoreError::Invalid {
+            field,
+            reason: "must not be negative".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether a key authenticates at `now`; the back ends' `authenticate` queries test the same in
+/// SQL.
+pub(crate) fn key_state(k: &KeyInfo, now: UnixMillis) -> KeyState {
+    if k.revoked_at.is_some() {
+        KeyState::Revoked
+    } else if k.expires_at.is_some_and(|e| e <= now) {
+        KeyState::Expired
+    } else {
+        match k.grace_until {
+            Some(until) if until <= now => KeyState::Expired,
+            Some(until) => KeyState::Rotating { until },
+            None => KeyState::Active,
+        }
+    }
+}
+
+/// A list of strings as its JSON text column.
+pub(crate) fn to_json(v: &[String]) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+pub(crate) fn from_json(s: &str, what: &str) -> StoreResult<Vec<String>> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// A count or cap into a signed 64-bit column.
+pub(crate) fn i64_of(v: u64, field: &'static str) -> StoreResult<i64> {
+    i64::try_from(v).map_err(|_| StoreError::Invalid {
+        field,
+        reason: "too large".into(),
+    })
+}
+
+pub(crate) fn opt_i64_of(v: Option<u64>, field: &'static str) -> StoreResult<Option<i64>> {
+    v.map(|v| i64_of(v, field)).transpose()
+}
