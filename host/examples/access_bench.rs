@@ -21,11 +21,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::HeaderMap;
-use sovereign::access::{Access, LimitClock};
+use sovereign::access::{Access, AccessParts, LimitClock};
 use sovereign::auth::{hash_secret, secret_from_headers};
 use sovereign::budget::{Budgets, ChargeTo, Charger};
 use sovereign::config::{Config, Role};
 use sovereign::events::Events;
+use sovereign::shared::Shared;
 use sovereign::store::sqlite::SqliteStore;
 use sovereign::store::{KeyId, NewKey, NewTeam, Plan, Store, SystemClock, TeamId};
 
@@ -83,6 +84,10 @@ async fn run(n: usize) {
         LimitClock::real(),
         config.access.clone(),
         config.plans,
+        AccessParts {
+            shared: Shared::Local,
+            metrics: Arc::default(),
+        },
     )
     .await
     .unwrap();
@@ -136,7 +141,7 @@ async fn run(n: usize) {
         let t = Instant::now();
         let key = access.authenticate(&headers, None).await.unwrap();
         auth_only.push(t.elapsed());
-        let (_rate, verdict) = access.admit(&key, ip);
+        let (_rate, verdict) = access.admit(&key, ip).await;
         verdict.unwrap();
         let r = budgets.reserve(to.clone(), 10, 100).await.unwrap();
         r.settle_now(10, 16);

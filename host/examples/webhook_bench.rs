@@ -129,6 +129,7 @@ async fn run(n: usize, subs: usize, shaper: Option<String>, pace: u64) {
         channel,
         shapers,
         Arc::default(),
+        None,
     )
     .await
     .unwrap();

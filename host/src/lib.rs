@@ -20,6 +20,7 @@ pub mod residency;
 pub mod routes;
 pub mod routing;
 pub mod server;
+pub mod shared;
 pub mod simulator;
 pub mod state;
 pub mod store;
@@ -118,6 +119,9 @@ impl Gateway {
                 loop {
                     tick.tick().await;
                     state.0.access.prune();
+                    if let Some(library) = &state.0.library {
+                        library.reconcile().await;
+                    }
                     // Stored responses past their retention, at start and then hourly.
                     if minutes.is_multiple_of(60) {
                         api::responses::purge(&state).await;
@@ -125,6 +129,15 @@ impl Gateway {
                     minutes += 1;
                 }
             }
+        });
+        // Other replicas' changes (revocations, team changes), applied as they arrive.
+        let changes = self.state.0.shared.listen().map(|mut heard| {
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                while let Some(notice) = heard.recv().await {
+                    state.hear(notice).await;
+                }
+            })
         });
         let reload = self.tls.as_ref().map(TlsListener::watch);
         let result = serve(
@@ -136,6 +149,9 @@ impl Gateway {
         )
         .await;
         upkeep.abort();
+        if let Some(c) = changes {
+            c.abort();
+        }
         if let Some(r) = reload {
             r.abort();
         }

@@ -35,6 +35,10 @@ pub struct Metrics {
     /// 1 while the last reload attempt failed (the previous material is still in force).
     pub tls_reload_failing: AtomicU64,
     pub tls_server_cert_not_after_seconds: AtomicU64,
+    pub shared_failures_total: AtomicU64,
+    pub shared_fail_open_total: AtomicU64,
+    pub shared_publish_failures_total: AtomicU64,
+    pub shared_changes_received_total: AtomicU64,
 }
 
 /// One exposed series: name, type, help text, value.
@@ -55,8 +59,32 @@ impl Metrics {
     }
 
     /// Every series, in the order exposed.
-    fn series(&self) -> [Series<'_>; 26] {
+    fn series(&self) -> [Series<'_>; 30] {
         [
+            (
+                "sovereign_shared_failures_total",
+                "counter",
+                "Calls to the shared state (Redis) on the request path that failed or timed out",
+                &self.shared_failures_total,
+            ),
+            (
+                "sovereign_shared_fail_open_total",
+                "counter",
+                "Requests limited by this replica alone because Redis failed ([shared] on_failure = \"open\")",
+                &self.shared_fail_open_total,
+            ),
+            (
+                "sovereign_shared_publish_failures_total",
+                "counter",
+                "Changes (revocations, team changes) other replicas could not be told of at once",
+                &self.shared_publish_failures_total,
+            ),
+            (
+                "sovereign_shared_changes_received_total",
+                "counter",
+                "Changes heard from other replicas (and resynchronisations)",
+                &self.shared_changes_received_total,
+            ),
             (
                 "sovereign_tls_handshakes_total",
                 "counter",

@@ -39,13 +39,13 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
                     .await?;
             }
             None => {
-                store
-                    .create_team(NewTeam {
-                        id: Some(id),
-                        name: t.name.clone(),
-                        plan: t.plan,
-                        ..NewTeam::default()
-                    })
+                let team = NewTeam {
+                    id: Some(id),
+                    name: t.name.clone(),
+                    plan: t.plan,
+                    ..NewTeam::default()
+                };
+                ensure_team(store, team)
                     .await
                     .with_context(|| format!("importing team {} from the config", t.id))?;
             }
@@ -82,13 +82,15 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
     };
     let team = TeamId(ADMIN_TEAM.into());
     if store.team(team.clone()).await?.is_none() {
-        store
-            .create_team(NewTeam {
+        ensure_team(
+            store,
+            NewTeam {
                 id: Some(team.clone()),
                 name: "Administrators".into(),
                 ..NewTeam::default()
-            })
-            .await?;
+            },
+        )
+        .await?;
     }
     let mut new = NewKey::new(team, Role::Admin);
     new.name = Some("bootstrap-admin".into());
@@ -139,7 +141,7 @@ async fn sync_cert_identities(store: &dyn Store, config: &Config) -> anyhow::Res
         if existing.iter().any(|e| e.matcher == c.matcher) {
             continue;
         }
-        store
+        let created = store
             .create_cert_identity(NewCertIdentity {
                 name: c.name.clone(),
                 team_id: TeamId(c.team.clone()),
@@ -147,8 +149,33 @@ async fn sync_cert_identities(store: &dyn Store, config: &Config) -> anyhow::Res
                 matcher: c.matcher.clone(),
                 source: CertSource::Config,
             })
-            .await
-            .with_context(|| format!("importing cert_identities `{}` from the config", c.name))?;
+            .await;
+        // Another replica starting from the same file at the same moment made it first.
+        let made_meanwhile = || async {
+            store
+                .cert_identities()
+                .await
+                .is_ok_and(|all| all.iter().any(|e| e.matcher == c.matcher))
+        };
+        if let Err(e) = created
+            && !made_meanwhile().await
+        {
+            return Err(anyhow::Error::from(e).context(format!(
+                "importing cert_identities `{}` from the config",
+                c.name
+            )));
+        }
     }
     Ok(())
+}
+
+/// Creates the team unless it exists: replicas starting from the same config file at the same
+/// moment both find it missing, and one of the two creations fails; the team is there either way.
+async fn ensure_team(store: &dyn Store, team: NewTeam) -> anyhow::Result<()> {
+    let id = team.id.clone().context("a config team has an id")?;
+    match store.create_team(team).await {
+        Ok(_) => Ok(()),
+        Err(_) if store.team(id).await?.is_some() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }

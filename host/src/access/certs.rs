@@ -15,12 +15,18 @@ pub struct CertTable {
 }
 
 impl CertTable {
-    pub fn replace(&self, all: Vec<CertIdentity>) {
+    /// Puts `all` in place of the table; returns the ids of identities no longer in it.
+    pub fn replace(&self, all: Vec<CertIdentity>) -> Vec<String> {
+        let ids: std::collections::HashSet<String> = all.iter().map(|c| c.id.clone()).collect();
         let map = all
             .into_iter()
             .map(|c| (c.matcher.clone(), Arc::new(c)))
             .collect();
-        *self.write() = map;
+        let old = std::mem::replace(&mut *self.write(), map);
+        old.into_values()
+            .filter(|c| !ids.contains(&c.id))
+            .map(|c| c.id.clone())
+            .collect()
     }
 
     pub fn insert(&self, identity: CertIdentity) {

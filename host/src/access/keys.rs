@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use super::Principal;
 use super::limits::KeyLimiter;
@@ -20,6 +21,8 @@ pub struct CachedKey {
     pub limiter: Option<KeyLimiter>,
     /// When `last_used_at` was last written to the store (Unix ms; 0: never).
     pub last_touch: std::sync::atomic::AtomicI64,
+    /// When it was read from the store (the cache's time-to-live counts from here).
+    pub filled: std::time::Instant,
 }
 
 impl CachedKey {
@@ -39,6 +42,9 @@ impl CachedKey {
 #[derive(Default)]
 pub struct KeyCache {
     inner: RwLock<Inner>,
+    /// Entries older than this are read again from the store (`None`: kept until invalidated).
+    /// Replicas set it: it bounds how long a lost revocation message can go unnoticed.
+    ttl: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -48,8 +54,20 @@ struct Inner {
 }
 
 impl KeyCache {
+    pub fn with_ttl(ttl: Option<Duration>) -> KeyCache {
+        KeyCache {
+            ttl,
+            ..KeyCache::default()
+        }
+    }
+
+    /// The cached entry, unless it outlived the time-to-live (the next fill replaces it).
     pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<CachedKey>> {
-        self.read().by_hash.get(hash).cloned()
+        let hit = self.read().by_hash.get(hash).cloned()?;
+        match self.ttl {
+            Some(ttl) if hit.filled.elapsed() >= ttl => None,
+            _ => Some(hit),
+        }
     }
 
     /// Read before looking the key up in the store; pass to [`KeyCache::fill`].
@@ -65,7 +83,13 @@ impl KeyCache {
         if inner.generation != generation {
             return entry;
         }
-        inner.by_hash.entry(hash).or_insert(entry).clone()
+        let slot = inner.by_hash.entry(hash).or_insert_with(|| entry.clone());
+        if let Some(ttl) = self.ttl
+            && slot.filled.elapsed() >= ttl
+        {
+            *slot = entry;
+        }
+        slot.clone()
     }
 
     /// Removes every entry `matches` selects, and refuses fills that started before this call.
@@ -106,6 +130,7 @@ mod tests {
             principal: Arc::new(Principal::test(key, "t", Role::Member)),
             limiter: None,
             last_touch: Default::default(),
+            filled: std::time::Instant::now(),
         })
     }
 
@@ -125,5 +150,21 @@ mod tests {
         assert!(c.get(&[2; 32]).is_some());
         c.invalidate(|p| p.team_id == "t");
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn entries_past_the_ttl_are_read_again() {
+        let c = KeyCache::with_ttl(Some(Duration::ZERO));
+        c.fill(c.generation(), [1; 32], entry("k1"));
+        assert!(c.get(&[1; 32]).is_none(), "expired at once");
+        let again = entry("k1");
+        let got = c.fill(c.generation(), [1; 32], again.clone());
+        assert!(
+            Arc::ptr_eq(&got, &again),
+            "a stale entry is replaced by the fill"
+        );
+        let forever = KeyCache::with_ttl(None);
+        forever.fill(forever.generation(), [2; 32], entry("k2"));
+        assert!(forever.get(&[2; 32]).is_some());
     }
 }

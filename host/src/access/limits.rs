@@ -165,6 +165,10 @@ impl AddressLimits {
         }
     }
 
+    pub fn rate(&self) -> RateLimit {
+        self.rate
+    }
+
     pub fn check(&self, ip: IpAddr) -> RateStatus {
         status(self.rate, &self.clock, self.limiter.check_key(&ip))
     }

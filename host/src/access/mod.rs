@@ -22,7 +22,9 @@ pub use limits::{LimitClock, RateStatus};
 pub use quota::{QuotaExceeded, TokenQuota};
 
 use crate::auth::{AuthError, hash_secret, secret_from_headers};
-use crate::config::{AccessConfig, Plans, RateLimit, Role};
+use crate::config::{AccessConfig, OnFailure, Plans, RateLimit, Role};
+use crate::metrics::Metrics;
+use crate::shared::{Change, Notice, Shared};
 use crate::store::{CertIdentity, Clock, KeyInfo, KeyState, Plan, Store, Team, UnixMillis};
 use crate::tls::PeerCert;
 
@@ -175,6 +177,8 @@ pub enum Refusal {
     Rate(RateStatus),
     /// 429: tokens per day.
     Tokens(QuotaExceeded),
+    /// 503: the shared limits (Redis) did not answer and `[shared] on_failure = "closed"`.
+    Unavailable(String),
 }
 
 pub struct Access {
@@ -187,6 +191,15 @@ pub struct Access {
     pub quota: Arc<TokenQuota>,
     config: AccessConfig,
     plans: Plans,
+    /// Request rates and changes shared with other replicas (`[shared]`).
+    shared: Shared,
+    metrics: Arc<Metrics>,
+}
+
+/// What the rest of `Access` needs besides the store: the shared back end and the counters.
+pub struct AccessParts {
+    pub shared: Shared,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Access {
@@ -196,10 +209,14 @@ impl Access {
         limit_clock: LimitClock,
         config: AccessConfig,
         plans: Plans,
+        parts: AccessParts,
     ) -> anyhow::Result<Access> {
-        let quota = TokenQuota::load(store.as_ref(), clock.now_ms()).await?;
+        let quota = TokenQuota::load(store.as_ref(), clock.now_ms())
+            .await?
+            .share(&parts.shared)
+            .await?;
         let certs = certs::CertTable::default();
-        certs.replace(store.cert_identities().await?);
+        let _ = certs.replace(store.cert_identities().await?);
         let addresses = config
             .ip_limit
             .map(|rate| limits::AddressLimits::new(rate, limit_clock.clone()));
@@ -207,12 +224,14 @@ impl Access {
             store,
             clock,
             limit_clock,
-            cache: KeyCache::default(),
+            cache: KeyCache::with_ttl(parts.shared.key_cache_ttl()),
             certs,
             addresses,
             quota: Arc::new(quota),
             config,
             plans,
+            shared: parts.shared,
+            metrics: parts.metrics,
         })
     }
 
@@ -232,9 +251,54 @@ impl Access {
         client_ip(peer, headers, &self.config.trusted_proxies)
     }
 
-    /// The per-address limit, before authentication; `None` when it is off.
-    pub fn check_address(&self, ip: IpAddr) -> Option<RateStatus> {
-        self.addresses.as_ref().map(|a| a.check(ip))
+    /// The per-address limit, before authentication; `None` when it is off. With Redis the
+    /// bucket is every replica's; `Err` when Redis failed and the gateway fails closed.
+    pub async fn check_address(&self, ip: IpAddr) -> Result<Option<RateStatus>, Refusal> {
+        let Some(a) = &self.addresses else {
+            return Ok(None);
+        };
+        let rate = a.rate();
+        self.shared_rate(&format!("ip:{ip}"), rate, || a.check(ip))
+            .await
+            .map(Some)
+    }
+
+    /// One decision of a request-rate limit: Redis's when shared (every replica draws on one
+    /// bucket), else (or when Redis fails open) this process's `local` limiter.
+    async fn shared_rate(
+        &self,
+        scope: &str,
+        rate: RateLimit,
+        local: impl FnOnce() -> RateStatus,
+    ) -> Result<RateStatus, Refusal> {
+        let Shared::Redis(redis) = &self.shared else {
+            return Ok(local());
+        };
+        match redis
+            .gcra(scope, rate.per_minute.get(), rate.burst.get())
+            .await
+        {
+            Ok(d) => Ok(RateStatus {
+                limit: rate.per_minute.get(),
+                remaining: d.remaining,
+                reset_after: d.reset_after,
+                retry_after: d.retry_after,
+            }),
+            Err(e) => {
+                Metrics::inc(&self.metrics.shared_failures_total);
+                match self.shared.on_failure() {
+                    OnFailure::Open => {
+                        Metrics::inc(&self.metrics.shared_fail_open_total);
+                        tracing::warn!(error = %e, "shared limits unavailable: this replica's own limits apply");
+                        Ok(local())
+                    }
+                    OnFailure::Closed => {
+                        tracing::warn!(error = %e, "shared limits unavailable: refusing (on_failure = closed)");
+                        Err(Refusal::Unavailable(e.to_string()))
+                    }
+                }
+            }
+        }
     }
 
     /// Who is calling: the verified client certificate's identity, or the bearer key, or both
@@ -336,6 +400,7 @@ impl Access {
             principal: Arc::new(principal),
             limiter,
             last_touch: Default::default(),
+            filled: std::time::Instant::now(),
         })
     }
 
@@ -354,13 +419,26 @@ impl Access {
 
     /// Address allow-list, the key's request rate, tokens per day. The rate's status is returned
     /// for the response headers whether or not the request is admitted.
-    pub fn admit(&self, key: &CachedKey, ip: IpAddr) -> (Option<RateStatus>, Result<(), Refusal>) {
+    pub async fn admit(
+        &self,
+        key: &CachedKey,
+        ip: IpAddr,
+    ) -> (Option<RateStatus>, Result<(), Refusal>) {
         let p = &key.principal;
         if !address_allowed(ip, &p.allowlist) {
             return (None, Err(Refusal::Address(ip)));
         }
         let rate = match (&key.limiter, p.rate) {
-            (Some(l), Some(r)) => Some(limits::check_key(l, r, &self.limit_clock)),
+            (Some(l), Some(r)) => {
+                let local = || limits::check_key(l, r, &self.limit_clock);
+                match self
+                    .shared_rate(&format!("key:{}", p.key_id), r, local)
+                    .await
+                {
+                    Ok(s) => Some(s),
+                    Err(refusal) => return (None, Err(refusal)),
+                }
+            }
             _ => None,
         };
         if let Some(s) = rate
@@ -368,43 +446,105 @@ impl Access {
         {
             return (rate, Err(Refusal::Rate(s)));
         }
-        let tokens = self.quota.check(
-            &p.key_id,
-            p.key_tokens_per_day,
-            &p.team_id,
-            p.team_tokens_per_day,
-            self.clock.now_ms(),
-        );
+        let now = self.clock.now_ms();
+        let (key_cap, team_cap) = (p.key_tokens_per_day, p.team_tokens_per_day);
+        let tokens = match self.quota.is_shared() {
+            false => self
+                .quota
+                .check(&p.key_id, key_cap, &p.team_id, team_cap, now),
+            true => match self
+                .quota
+                .check_shared(&p.key_id, key_cap, &p.team_id, team_cap, now)
+                .await
+            {
+                Ok(verdict) => verdict,
+                Err(e) => {
+                    Metrics::inc(&self.metrics.shared_failures_total);
+                    if self.shared.on_failure() == OnFailure::Closed {
+                        return (rate, Err(Refusal::Unavailable(e.to_string())));
+                    }
+                    Metrics::inc(&self.metrics.shared_fail_open_total);
+                    self.quota
+                        .check(&p.key_id, key_cap, &p.team_id, team_cap, now)
+                }
+            },
+        };
         (rate, tokens.map_err(Refusal::Tokens))
     }
 
     /// After a key changed in the store (revoked, rotated, deleted): when this returns, no
-    /// request authenticates with the old state.
-    pub fn invalidate_key(&self, key_id: &str) {
-        self.cache.invalidate(|p| p.key_id == key_id);
+    /// request authenticates with the old state here, and every other replica has been told.
+    pub async fn invalidate_key(&self, key_id: &str) {
+        self.apply(&Change::Key(key_id.to_owned()));
+        self.publish(Change::Key(key_id.to_owned())).await;
     }
 
-    /// After a team changed (plan, caps, regions) or was deleted.
-    pub fn invalidate_team(&self, team_id: &str) {
-        self.cache.invalidate(|p| p.team_id == team_id);
+    /// After a team changed (plan, caps, regions).
+    pub async fn invalidate_team(&self, team_id: &str) {
+        self.apply(&Change::Team(team_id.to_owned()));
+        self.publish(Change::Team(team_id.to_owned())).await;
     }
 
-    /// After a certificate identity was stored: it authenticates from now on.
-    pub fn add_cert_identity(&self, identity: CertIdentity) {
+    /// After a team was deleted (its keys and certificate identities went with it in the store).
+    pub async fn remove_team(&self, team_id: &str) {
+        self.certs.remove_team(team_id);
+        self.apply(&Change::Team(team_id.to_owned()));
+        self.publish(Change::Team(team_id.to_owned())).await;
+        self.publish(Change::CertIdentities).await;
+    }
+
+    /// After a certificate identity was stored: it authenticates from now on, on every replica.
+    pub async fn add_cert_identity(&self, identity: CertIdentity) {
         self.certs.insert(identity);
+        self.publish(Change::CertIdentities).await;
     }
 
     /// After a certificate identity was deleted from the store: when this returns, no request
-    /// authenticates with it.
-    pub fn remove_cert_identity(&self, id: &str) {
+    /// authenticates with it here, and every other replica has been told.
+    pub async fn remove_cert_identity(&self, id: &str) {
         self.certs.remove(id);
         self.cache.invalidate(|p| p.key_id == id);
+        self.publish(Change::CertIdentities).await;
     }
 
-    /// After a team was deleted (its identities went with it in the store).
-    pub fn remove_team_identities(&self, team_id: &str) {
-        self.certs.remove_team(team_id);
-        self.cache.invalidate(|p| p.team_id == team_id);
+    /// Another replica's change (or a gap in hearing them): what this replica holds in memory
+    /// is dropped or reloaded from the store.
+    pub async fn hear(&self, notice: Notice) {
+        Metrics::inc(&self.metrics.shared_changes_received_total);
+        match notice {
+            Notice::Changed(Change::CertIdentities) => self.reload_cert_identities().await,
+            Notice::Changed(change) => self.apply(&change),
+            Notice::Resync => {
+                self.cache.invalidate(|_| true);
+                self.reload_cert_identities().await;
+            }
+        }
+    }
+
+    fn apply(&self, change: &Change) {
+        match change {
+            Change::Key(id) => self.cache.invalidate(|p| p.key_id == *id),
+            Change::Team(id) => self.cache.invalidate(|p| p.team_id == *id),
+            Change::CertIdentities
+            | Change::Webhooks
+            | Change::Document { .. }
+            | Change::Policies
+            | Change::Guardrail => {}
+        }
+    }
+
+    async fn reload_cert_identities(&self) {
+        match self.store.cert_identities().await {
+            Ok(all) => {
+                let gone: Vec<String> = self.certs.replace(all);
+                self.cache.invalidate(|p| gone.contains(&p.key_id));
+            }
+            Err(e) => tracing::warn!(error = %e, "reloading certificate identities failed"),
+        }
+    }
+
+    async fn publish(&self, change: Change) {
+        self.shared.announce(change, &self.metrics).await;
     }
 
     /// Periodic upkeep: forget addresses whose limit bucket is full again.

@@ -7,7 +7,9 @@
 //! reservation instead (`budget`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use crate::shared::{RedisShared, Shared, SharedError};
 
 use crate::store::{KeyId, Store, StoreResult, TeamId, UnixMillis, UsageFilter};
 
@@ -31,6 +33,9 @@ impl QuotaScope {
 #[derive(Debug, Default)]
 pub struct TokenQuota {
     inner: Mutex<Day>,
+    /// Every replica's counters (`[shared] backend = "redis"`); this process's `inner` stays
+    /// the fallback when Redis fails open.
+    shared: Option<Arc<RedisShared>>,
 }
 
 #[derive(Debug, Default)]
@@ -84,6 +89,7 @@ impl TokenQuota {
         }
         Ok(TokenQuota {
             inner: Mutex::new(d),
+            shared: None,
         })
     }
 
@@ -100,39 +106,86 @@ impl TokenQuota {
             return Ok(());
         }
         let d = self.day(now);
-        let resets_at = (d.day + 1) * DAY_MS;
-        if let Some(cap) = key_cap {
-            let used = d.keys.get(key).copied().unwrap_or(0);
-            if used >= cap {
-                let scope = QuotaScope::Key(key.to_string());
-                return Err(QuotaExceeded {
-                    scope,
-                    cap,
-                    used,
-                    resets_at,
-                });
-            }
+        let used = [
+            d.keys.get(key).copied().unwrap_or(0),
+            d.teams.get(team).copied().unwrap_or(0),
+        ];
+        judge([(key, key_cap), (team, team_cap)], used, d.day)
+    }
+
+    /// [`TokenQuota::check`] on every replica's counters (Redis); `Err` when Redis failed.
+    pub async fn check_shared(
+        &self,
+        key: &str,
+        key_cap: Option<u64>,
+        team: &str,
+        team_cap: Option<u64>,
+        now: UnixMillis,
+    ) -> Result<Result<(), QuotaExceeded>, SharedError> {
+        let Some(redis) = &self.shared else {
+            return Ok(self.check(key, key_cap, team, team_cap, now));
+        };
+        if key_cap.is_none() && team_cap.is_none() {
+            return Ok(Ok(()));
         }
-        if let Some(cap) = team_cap {
-            let used = d.teams.get(team).copied().unwrap_or(0);
-            if used >= cap {
-                let scope = QuotaScope::Team(team.to_string());
-                return Err(QuotaExceeded {
-                    scope,
-                    cap,
-                    used,
-                    resets_at,
-                });
-            }
+        let day = now.div_euclid(DAY_MS);
+        let (k, t) = (format!("key:{key}"), format!("team:{team}"));
+        let used = redis.tokens_used(&[&k, &t], day).await?;
+        let used = [
+            used.first().copied().unwrap_or(0),
+            used.get(1).copied().unwrap_or(0),
+        ];
+        Ok(judge([(key, key_cap), (team, team_cap)], used, day))
+    }
+
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Counts tokens per day in Redis from now on, its counters started from this replica's
+    /// view of the day (unless another replica started them first).
+    pub async fn share(mut self, shared: &Shared) -> Result<TokenQuota, SharedError> {
+        let Shared::Redis(redis) = shared else {
+            return Ok(self);
+        };
+        let seeds: Vec<(String, u64, i64)> = {
+            let d = self
+                .inner
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            d.keys
+                .iter()
+                .map(|(k, n)| (format!("key:{k}"), *n, d.day))
+                .chain(
+                    d.teams
+                        .iter()
+                        .map(|(t, n)| (format!("team:{t}"), *n, d.day)),
+                )
+                .collect()
+        };
+        for (scope, tokens, day) in seeds {
+            redis.seed_tokens(&scope, day, tokens).await?;
         }
-        Ok(())
+        self.shared = Some(redis.clone());
+        Ok(self)
     }
 
     /// Counts a completed request's tokens against its key and team.
     pub fn add(&self, key: &KeyId, team: &TeamId, tokens: u64, now: UnixMillis) {
-        let mut d = self.day(now);
-        add_to(&mut d.keys, &key.0, tokens);
-        add_to(&mut d.teams, &team.0, tokens);
+        {
+            let mut d = self.day(now);
+            add_to(&mut d.keys, &key.0, tokens);
+            add_to(&mut d.teams, &team.0, tokens);
+        }
+        if let Some(redis) = self.shared.clone() {
+            let day = now.div_euclid(DAY_MS);
+            let (k, t) = (format!("key:{}", key.0), format!("team:{}", team.0));
+            tokio::spawn(async move {
+                if let Err(e) = redis.add_tokens(&[&k, &t], day, tokens).await {
+                    tracing::warn!(error = %e, "counting tokens per day in Redis failed");
+                }
+            });
+        }
     }
 
     pub fn used(&self, scope: &QuotaScope, now: UnixMillis) -> u64 {
@@ -153,6 +206,28 @@ impl TokenQuota {
         }
         d
     }
+}
+
+/// The first cap reached (the key's, then the team's), given each one's use today.
+fn judge(caps: [(&str, Option<u64>); 2], used: [u64; 2], day: i64) -> Result<(), QuotaExceeded> {
+    let resets_at = (day + 1) * DAY_MS;
+    for (i, ((id, cap), used)) in caps.into_iter().zip(used).enumerate() {
+        if let Some(cap) = cap
+            && used >= cap
+        {
+            let scope = match i {
+                0 => QuotaScope::Key(id.to_string()),
+                _ => QuotaScope::Team(id.to_string()),
+            };
+            return Err(QuotaExceeded {
+                scope,
+                cap,
+                used,
+                resets_at,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Adds to a counter, allocating its key only the first time.

@@ -103,7 +103,7 @@ pub async fn create(
             }
             e => e.into(),
         })?;
-    app.0.access.add_cert_identity(identity.clone());
+    app.0.access.add_cert_identity(identity.clone()).await;
     Ok((StatusCode::CREATED, Json(view(&identity))).into_response())
 }
 
@@ -157,7 +157,7 @@ pub async fn delete(
         .store
         .delete_cert_identity(identity.id.clone())
         .await?;
-    app.0.access.remove_cert_identity(&identity.id);
+    app.0.access.remove_cert_identity(&identity.id).await;
     Ok(Json(
         json!({"id": identity.id, "object": "cert_identity", "deleted": true}),
     ))

@@ -150,7 +150,7 @@ pub async fn rotate(
     app.0.budgets.charger().flush().await;
     let old = KeyId(id);
     let created = app.0.store.rotate_key(old.clone(), grace_ms).await?;
-    app.0.access.invalidate_key(&old.0);
+    app.0.access.invalidate_key(&old.0).await;
     let mut v = render(&app, &created.info).await?;
     v["key"] = Value::String(created.secret);
     v["replaces"] = Value::String(old.0.clone());
@@ -166,7 +166,7 @@ pub async fn revoke(
 ) -> Result<Response, ApiError> {
     let info = app.0.store.revoke_key(KeyId(id)).await?;
     // Committed in the store; now no cached entry (and no lookup already in flight) lets it in.
-    app.0.access.invalidate_key(&info.id.0);
+    app.0.access.invalidate_key(&info.id.0).await;
     Ok(Json(render(&app, &info).await?).into_response())
 }
 

@@ -80,7 +80,8 @@ pub async fn upload(
         .map(decode_component)
         .transpose()?;
     let info = registry
-        .add(
+        .add_as(
+            app.new_policy_id(),
             component,
             upload.document,
             upload.pool,
@@ -88,6 +89,9 @@ pub async fn upload(
             Origin::Upload,
         )
         .await?;
+    app.share_router_version(&info.id, info.active)
+        .await
+        .map_err(shared_failed)?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
@@ -110,6 +114,9 @@ pub async fn activate(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let info = registry(&app)?.activate(&id)?;
+    app.share_router_activation(&id)
+        .await
+        .map_err(shared_failed)?;
     Ok(Json(info).into_response())
 }
 
@@ -180,5 +187,17 @@ pub async fn guardrail_swap(
         )
         .with_code("invalid_policy")
     })?;
+    app.share_guardrail(&loaded).await.map_err(shared_failed)?;
     Ok(Json(guardrail_info(&loaded)).into_response())
+}
+
+/// The change is active on this replica but could not be stored for the others.
+fn shared_failed(e: anyhow::Error) -> ApiError {
+    tracing::error!(error = %e, "storing a policy change for the other replicas failed");
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "server_error",
+        format!("The change is active on this replica, but the other replicas could not be told: {e}. Retry the call."),
+    )
+    .with_code("store_unavailable")
 }

@@ -109,11 +109,12 @@ pub async fn update(
     let patch = patch(map)?;
     let budget_changed = patch.budget;
     let team = app.0.store.update_team(TeamId(id), patch).await?;
-    app.0.access.invalidate_team(&team.id.0);
+    app.0.access.invalidate_team(&team.id.0).await;
     if let Some(limit) = budget_changed {
         app.0
             .budgets
-            .set_limit(&BudgetScope::Team(team.id.clone()), limit);
+            .set_limit(&BudgetScope::Team(team.id.clone()), limit)
+            .await;
     }
     Ok(Json(render(&app, &team).await?).into_response())
 }
@@ -140,10 +141,13 @@ pub async fn delete(
     if !app.0.store.delete_team(team.id.clone()).await? {
         return Err(not_found(&id));
     }
-    app.0.access.remove_team_identities(&team.id.0);
-    app.0.budgets.forget(&BudgetScope::Team(team.id.clone()));
+    app.0.access.remove_team(&team.id.0).await;
+    app.0
+        .budgets
+        .forget(&BudgetScope::Team(team.id.clone()))
+        .await;
     for k in keys {
-        app.0.budgets.forget(&BudgetScope::Key(k.id));
+        app.0.budgets.forget(&BudgetScope::Key(k.id)).await;
     }
     Ok(Json(json!({"id": team.id.0, "object": "team", "deleted": true})).into_response())
 }

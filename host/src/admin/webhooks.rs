@@ -68,9 +68,18 @@ pub async fn create(
             description: c.description,
         })
         .await?;
+    tell_replicas(&app).await;
     let mut out = render(&w);
     out["secret"] = Value::String(w.secret.clone());
     Ok((StatusCode::CREATED, Json(out)).into_response())
+}
+
+/// Other replicas load the subscriptions again (a new one is matched and delivered there too).
+async fn tell_replicas(app: &AppState) {
+    app.0
+        .shared
+        .announce(crate::shared::Change::Webhooks, &app.0.metrics)
+        .await;
 }
 
 /// `GET /v1/admin/webhooks`.
@@ -93,6 +102,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     app.0.webhooks.delete(&id).await?;
+    tell_replicas(&app).await;
     Ok(Json(json!({"id": id, "object": "webhook", "deleted": true})).into_response())
 }
 
@@ -144,6 +154,7 @@ pub async fn rotate(
         .webhooks
         .rotate(&id, std::time::Duration::from_secs(grace))
         .await?;
+    tell_replicas(&app).await;
     let mut out = render(&w);
     out["secret"] = Value::String(w.secret.clone());
     out["previous_secret_valid_until"] = json!(w.previous_until.map(secs));

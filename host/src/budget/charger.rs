@@ -61,10 +61,11 @@ impl Charger {
     }
 
     /// Queues a stored response and returns when it is committed, with every charge queued
-    /// before it.
+    /// before it — through a store outage too: a client is never told of a response that a
+    /// continuation could not find.
     pub async fn store_response(&self, response: StoredResponse) {
         self.queue
-            .push_and_wait(Durable::Response(Box::new(response)))
+            .push_and_wait_durable(Durable::Response(Box::new(response)))
             .await;
     }
 
@@ -78,5 +79,16 @@ impl Charger {
     /// Returns when every charge queued before this call is committed.
     pub async fn flush(&self) {
         self.queue.flush().await;
+    }
+
+    /// Requests go on while the store has been failing for less than `grace`, their charges
+    /// queued (`GroupCommit::tolerate_outages`).
+    pub fn tolerate_outages(&self, grace: std::time::Duration) {
+        self.queue.tolerate_outages(grace);
+    }
+
+    /// How long charges have been failing to commit.
+    pub fn outage(&self) -> Option<std::time::Duration> {
+        self.queue.outage()
     }
 }

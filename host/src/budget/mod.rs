@@ -7,6 +7,11 @@
 //! hold more than a budget. Completion **settles** to the actual usage — streamed requests and
 //! abandoned streams included (docs/LIMITS.md). Crossing a configured share of a budget emits a
 //! `cost.threshold` event, once per threshold.
+//!
+//! With `[shared] backend = "redis"` the ledger is Redis's instead (`shared::ledger`): one hash
+//! per scope that every replica reserves on and settles to in single scripts, so replicas
+//! together never hold more than a budget. If Redis fails, `on_failure` decides: refuse (503), or
+//! fall back to this replica's own ledger.
 
 pub mod charger;
 
@@ -18,8 +23,10 @@ use serde_json::json;
 pub use charger::Charger;
 
 use crate::access::TokenQuota;
-use crate::config::{BudgetsConfig, ModelConfig};
+use crate::config::{BudgetsConfig, ModelConfig, OnFailure};
 use crate::events::{Event, Events, Metadata};
+use crate::metrics::Metrics;
+use crate::shared::{RedisShared, Reserved, Shared};
 use crate::store::{
     BudgetScope, BudgetState, KeyId, Micros, Store, StoreResult, TeamId, UsageRecord,
 };
@@ -76,6 +83,10 @@ pub struct Budgets {
     events: Events,
     config: BudgetsConfig,
     clock: Arc<dyn crate::store::Clock>,
+    /// The ledger every replica shares (`None`: this process's `ledger`).
+    shared: Option<Arc<RedisShared>>,
+    on_failure: OnFailure,
+    metrics: Arc<Metrics>,
 }
 
 /// A reservation could not be made: this scope's budget cannot cover it.
@@ -103,7 +114,20 @@ impl Budgets {
             events,
             config,
             clock,
+            shared: None,
+            on_failure: OnFailure::Closed,
+            metrics: Arc::default(),
         }
+    }
+
+    /// Keeps the ledger in Redis when `[shared]` says so.
+    pub fn shared(mut self, shared: &Shared, metrics: Arc<Metrics>) -> Budgets {
+        if let Shared::Redis(r) = shared {
+            self.shared = Some(r.clone());
+            self.on_failure = r.on_failure();
+        }
+        self.metrics = metrics;
+        self
     }
 
     pub fn currency(&self) -> &str {
@@ -129,6 +153,26 @@ impl Budgets {
             BudgetScope::Team(to.team_id.clone()),
             BudgetScope::Key(to.key_id.clone()),
         ];
+        if let Some(redis) = &self.shared {
+            match self.reserve_shared(redis, &scopes, amount).await {
+                Ok(()) => {
+                    return Ok(Reservation {
+                        budgets: self.clone(),
+                        to,
+                        scopes,
+                        amount,
+                        prompt_tokens,
+                        shared: true,
+                        done: false,
+                    });
+                }
+                Err(BudgetError::Unavailable(why)) if self.on_failure == OnFailure::Open => {
+                    Metrics::inc(&self.metrics.shared_fail_open_total);
+                    tracing::warn!(error = %why, "shared budgets unavailable: this replica's own ledger applies");
+                }
+                Err(e) => return Err(e),
+            }
+        }
         self.load(&scopes).await?;
         {
             let mut ledger = self.lock();
@@ -158,12 +202,68 @@ impl Budgets {
             scopes,
             amount,
             prompt_tokens,
+            shared: false,
             done: false,
         })
     }
 
+    /// The reservation in Redis, loading scopes no replica has loaded yet from the store.
+    async fn reserve_shared(
+        &self,
+        redis: &RedisShared,
+        scopes: &[BudgetScope; 2],
+        amount: Micros,
+    ) -> Result<(), BudgetError> {
+        let names = scopes.each_ref().map(scope_name);
+        let unavailable = |e: crate::shared::SharedError| {
+            Metrics::inc(&self.metrics.shared_failures_total);
+            BudgetError::Unavailable(e.to_string())
+        };
+        // Twice at most: the second attempt finds every scope loaded.
+        for _ in 0..2 {
+            match redis.reserve(&names, amount).await.map_err(unavailable)? {
+                Reserved::Admitted => return Ok(()),
+                Reserved::Insufficient { index, remaining } => {
+                    return Err(BudgetError::Insufficient(Insufficient {
+                        scope: scopes[index.min(1)].clone(),
+                        needed: amount,
+                        remaining: remaining.max(0),
+                    }));
+                }
+                Reserved::Unloaded(missing) => {
+                    for i in missing {
+                        let scope = &scopes[i.min(1)];
+                        let state = self
+                            .store
+                            .budget(scope.clone())
+                            .await
+                            .map_err(|e| BudgetError::Unavailable(e.to_string()))?;
+                        let (limit, spent) =
+                            state.map_or((None, 0), |s| (s.limit, s.spent + s.reserved));
+                        redis
+                            .load(&scope_name(scope), limit, spent, &self.config.thresholds)
+                            .await
+                            .map_err(unavailable)?;
+                    }
+                }
+            }
+        }
+        Err(BudgetError::Unavailable(
+            "the shared budget counters were not loaded".into(),
+        ))
+    }
+
     /// A scope's counters: the ledger's if it is loaded, else the store's.
     pub async fn state(&self, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
+        if let Some(redis) = &self.shared
+            && let Ok(Some(c)) = redis.counters(&scope_name(scope)).await
+        {
+            return Ok(Some(BudgetState {
+                limit: c.limit,
+                spent: c.spent,
+                reserved: c.reserved,
+            }));
+        }
         if let Some(a) = self.lock().get(scope) {
             return Ok(Some(BudgetState {
                 limit: a.limit,
@@ -176,16 +276,30 @@ impl Budgets {
 
     /// After the store's limit changed (admin API): the ledger follows, reservations kept;
     /// thresholds are re-armed against the new limit.
-    pub fn set_limit(&self, scope: &BudgetScope, limit: Option<Micros>) {
+    pub async fn set_limit(&self, scope: &BudgetScope, limit: Option<Micros>) {
         if let Some(a) = self.lock().get_mut(scope) {
             a.limit = limit;
             a.fired = a.reached(&self.config.thresholds);
         }
+        if let Some(redis) = &self.shared
+            && let Err(e) = redis
+                .set_limit(&scope_name(scope), limit, &self.config.thresholds)
+                .await
+        {
+            Metrics::inc(&self.metrics.shared_failures_total);
+            tracing::warn!(error = %e, "the shared budget limit could not follow the store's");
+        }
     }
 
     /// After a team or key was deleted, or a rotation moved spend to a successor.
-    pub fn forget(&self, scope: &BudgetScope) {
+    pub async fn forget(&self, scope: &BudgetScope) {
         self.lock().remove(scope);
+        if let Some(redis) = &self.shared
+            && let Err(e) = redis.forget(&scope_name(scope)).await
+        {
+            Metrics::inc(&self.metrics.shared_failures_total);
+            tracing::warn!(error = %e, "forgetting shared budget counters failed");
+        }
     }
 
     async fn load(&self, scopes: &[BudgetScope]) -> Result<(), BudgetError> {
@@ -217,9 +331,60 @@ impl Budgets {
         Ok(())
     }
 
-    /// Moves `reserved` out and `actual` in on every scope; announces thresholds crossed.
-    fn settle(&self, r: &Reservation, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+    /// Moves `reserved` out and `actual` in on every scope; announces thresholds crossed. On the
+    /// shared ledger the counters move on a task of their own, awaited by [`Reservation::settle`].
+    fn settle(
+        &self,
+        r: &Reservation,
+        tokens_in: u64,
+        tokens_out: u64,
+    ) -> (UsageRecord, Option<tokio::task::JoinHandle<()>>) {
         let actual = cost(&r.to.model, tokens_in, tokens_out);
+        let mut task = None;
+        match (&self.shared, r.shared) {
+            (Some(redis), true) => {
+                let (redis, budgets) = (redis.clone(), r.budgets.clone());
+                let (to, scopes, amount) = (r.to.clone(), r.scopes.clone(), r.amount);
+                task = Some(tokio::spawn(async move {
+                    let names = scopes.each_ref().map(scope_name);
+                    let thresholds = &budgets.config.thresholds;
+                    match redis.settle(&names, amount, actual, thresholds).await {
+                        Ok(settled) => {
+                            for (scope, s) in scopes.iter().zip(settled) {
+                                for (i, pct) in thresholds.iter().enumerate() {
+                                    if s.newly & (1 << i) != 0 {
+                                        let limit = s.limit.unwrap_or(0);
+                                        budgets.emit_threshold(&to, scope, *pct, s.spent, limit);
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            Metrics::inc(&budgets.metrics.shared_failures_total);
+                            tracing::warn!(error = %e, "settling on the shared budget failed: the charge is in the store, the live counter reloads from it");
+                        }
+                    }
+                }));
+            }
+            _ => self.settle_local(r, actual),
+        }
+        let at = self.clock.now_ms();
+        self.quota
+            .add(&r.to.key_id, &r.to.team_id, tokens_in + tokens_out, at);
+        let record = UsageRecord {
+            at,
+            team_id: r.to.team_id.clone(),
+            key_id: r.to.key_id.clone(),
+            actor: r.to.actor.clone(),
+            model: r.to.model.id.0.clone(),
+            tokens_in,
+            tokens_out,
+            spend: actual,
+        };
+        (record, task)
+    }
+
+    fn settle_local(&self, r: &Reservation, actual: Micros) {
         let mut crossed = Vec::new();
         {
             let mut ledger = self.lock();
@@ -238,26 +403,13 @@ impl Budgets {
             }
         }
         for (scope, pct, spent, limit) in crossed {
-            self.emit_threshold(r, &scope, pct, spent, limit);
-        }
-        let at = self.clock.now_ms();
-        self.quota
-            .add(&r.to.key_id, &r.to.team_id, tokens_in + tokens_out, at);
-        UsageRecord {
-            at,
-            team_id: r.to.team_id.clone(),
-            key_id: r.to.key_id.clone(),
-            actor: r.to.actor.clone(),
-            model: r.to.model.id.0.clone(),
-            tokens_in,
-            tokens_out,
-            spend: actual,
+            self.emit_threshold(&r.to, &scope, pct, spent, limit);
         }
     }
 
     fn emit_threshold(
         &self,
-        r: &Reservation,
+        to: &ChargeTo,
         scope: &BudgetScope,
         pct: u32,
         spent: Micros,
@@ -271,7 +423,7 @@ impl Budgets {
             id: crate::events::new_id(),
             event: "cost.threshold",
             timestamp: crate::journal::format_utc(std::time::SystemTime::now()),
-            request_id: Some(r.to.request_id.clone()),
+            request_id: Some(to.request_id.clone()),
             details: json!({
                 "scope": kind,
                 "scope_id": id,
@@ -281,8 +433,8 @@ impl Budgets {
                 "currency": self.config.currency,
             }),
             metadata: Metadata {
-                team_id: Some(r.to.team_id.0.clone()),
-                user_id: Some(r.to.actor.clone()),
+                team_id: Some(to.team_id.0.clone()),
+                user_id: Some(to.actor.clone()),
             },
         });
     }
@@ -291,6 +443,14 @@ impl Budgets {
         self.ledger
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A scope's name in the shared ledger.
+fn scope_name(scope: &BudgetScope) -> String {
+    match scope {
+        BudgetScope::Team(t) => format!("team:{}", t.0),
+        BudgetScope::Key(k) => format!("key:{}", k.0),
     }
 }
 
@@ -332,6 +492,8 @@ pub struct Reservation {
     scopes: [BudgetScope; 2],
     amount: Micros,
     prompt_tokens: u64,
+    /// Made on the shared ledger (Redis), not this process's.
+    shared: bool,
     done: bool,
 }
 
@@ -352,8 +514,11 @@ impl Reservation {
     /// Charges the real usage and returns when the charge is durable in the store.
     pub async fn settle(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         self.done = true;
-        let record = self.budgets.settle(&self, tokens_in, tokens_out);
+        let (record, counters) = self.budgets.settle(&self, tokens_in, tokens_out);
         self.budgets.charger.charge(record.clone()).await;
+        if let Some(task) = counters {
+            let _ = task.await;
+        }
         record
     }
 
@@ -361,7 +526,7 @@ impl Reservation {
     /// within its next commit.
     pub fn settle_now(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         self.done = true;
-        let record = self.budgets.settle(&self, tokens_in, tokens_out);
+        let (record, _counters) = self.budgets.settle(&self, tokens_in, tokens_out);
         self.budgets.charger.charge_later(record.clone());
         record
     }
@@ -369,6 +534,19 @@ impl Reservation {
     /// The upstream never produced anything billable (refused, failed): nothing is charged.
     pub fn release(mut self) {
         self.done = true;
+        if self.shared
+            && let Some(redis) = self.budgets.shared.clone()
+        {
+            let (budgets, amount) = (self.budgets.clone(), self.amount);
+            let names = self.scopes.each_ref().map(scope_name);
+            tokio::spawn(async move {
+                if let Err(e) = redis.release(&names, amount).await {
+                    Metrics::inc(&budgets.metrics.shared_failures_total);
+                    tracing::warn!(error = %e, "releasing a shared reservation failed");
+                }
+            });
+            return;
+        }
         let mut ledger = self.budgets.lock();
         for scope in &self.scopes {
             if let Some(a) = ledger.get_mut(scope) {
@@ -382,7 +560,7 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.done {
             self.done = true;
-            let record = self.budgets.settle(self, self.prompt_tokens, 0);
+            let (record, _counters) = self.budgets.settle(self, self.prompt_tokens, 0);
             self.budgets.charger.charge_later(record);
         }
     }
@@ -473,7 +651,9 @@ mod tests {
             ]
         );
         // Raising the budget re-arms the thresholds above the spend.
-        budgets.set_limit(&BudgetScope::Team(to.team_id.clone()), Some(1_000_000));
+        budgets
+            .set_limit(&BudgetScope::Team(to.team_id.clone()), Some(1_000_000))
+            .await;
         let r = budgets.reserve(to.clone(), 0, 10_000).await.unwrap();
         r.release();
         assert!(rx.try_recv().is_err());

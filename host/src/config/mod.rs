@@ -24,6 +24,7 @@ mod models;
 mod responses;
 mod routing;
 mod server;
+mod store;
 mod teams;
 mod tls;
 mod webhooks;
@@ -38,6 +39,10 @@ pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts}
 pub use responses::ResponsesConfig;
 pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
 pub use server::ServerConfig;
+pub use store::{
+    ENV_REDIS_URL, ENV_SHARED_NAMESPACE, ENV_STORE_URL, OnFailure, PostgresConfig, RedisConfig,
+    SharedConfig, StoreConfig,
+};
 pub use teams::{KeyConfig, Plan, Role, TeamConfig};
 pub use tls::{CertIdentityConfig, TlsConfig};
 pub use webhooks::WebhooksConfig;
@@ -86,7 +91,10 @@ struct RawConfig {
     tls: Option<tls::RawTls>,
     #[serde(default)]
     cert_identities: Vec<tls::RawCertIdentity>,
-    // A `store` section goes here, `#[serde(default)]` from its own file.
+    #[serde(default)]
+    store: store::RawStore,
+    #[serde(default)]
+    shared: store::RawShared,
 }
 
 fn default_data_dir() -> String {
@@ -139,6 +147,10 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
     /// Client certificates mapped to teams and roles (`[[cert_identities]]`).
     pub cert_identities: Vec<CertIdentityConfig>,
+    /// Durable state's back end (`[store]`): SQLite in `data_dir`, or PostgreSQL.
+    pub store: StoreConfig,
+    /// State replicas share at once (`[shared]`): this process, or Redis.
+    pub shared: SharedConfig,
 }
 
 /// Every problem found in a configuration, each with its path.
@@ -235,7 +247,8 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             "certificate identities need [tls] with client_auth \"optional\" or \"required\"",
         );
     }
-    // `store`: validated here, by its own file.
+    let (store, shared) =
+        store::validate(raw.store, raw.shared, |k| std::env::var(k).ok(), &mut err);
 
     match server {
         Some(server) if errors.is_empty() => Ok(Config {
@@ -259,6 +272,8 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             responses,
             tls,
             cert_identities,
+            store,
+            shared,
         }),
         _ => Err(ConfigErrors(errors)),
     }

@@ -32,9 +32,13 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
     let ip = access.client_ip(peer, req.headers());
-    let address = access.check_address(ip);
-    let mut res = match address {
-        Some(s) if !s.allowed() => {
+    let address = access.check_address(ip).await;
+    let mut res = match &address {
+        Err(refusal) => {
+            body::discard(req.into_body(), &app.0.config.server).await;
+            refused(refusal.clone(), access)
+        }
+        Ok(Some(s)) if !s.allowed() => {
             Metrics::inc(&app.0.metrics.rate_limited_total);
             body::discard(req.into_body(), &app.0.config.server).await;
             ApiError::rate_limited(format!(
@@ -66,7 +70,7 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
         },
     };
     // The key's limit, when it has one, is what the headers describe; else the address's.
-    if let Some(s) = address
+    if let Ok(Some(s)) = address
         && !res.headers().contains_key(X_RATELIMIT_LIMIT)
     {
         s.write_headers(res.headers_mut(), access.now_ms());
@@ -84,30 +88,67 @@ pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Res
         return ApiError::from(crate::auth::AuthError::Missing).into_response();
     };
     let access = &app.0.access;
-    let (rate, verdict) = access.admit(&key, ip);
+    if let Some(refusal) = store_outage(&app) {
+        body::discard(req.into_body(), &app.0.config.server).await;
+        return refusal;
+    }
+    let (rate, verdict) = access.admit(&key, ip).await;
     let mut res = match verdict {
         Ok(()) => next.run(req).await,
         Err(refusal) => {
-            Metrics::inc(&app.0.metrics.rate_limited_total);
-            body::discard(req.into_body(), &app.0.config.server).await;
-            let retry = match &refusal {
-                crate::access::Refusal::Tokens(q) => Some(std::time::Duration::from_millis(
-                    u64::try_from(q.resets_at - access.now_ms()).unwrap_or(0),
-                )),
-                _ => None,
-            };
-            let mut res = ApiError::from(refusal).into_response();
-            if let Some(wait) = retry {
-                res.headers_mut().insert(
-                    http::header::RETRY_AFTER,
-                    HeaderValue::from(crate::access::limits::retry_after_secs(wait)),
-                );
+            if !matches!(refusal, crate::access::Refusal::Unavailable(_)) {
+                Metrics::inc(&app.0.metrics.rate_limited_total);
             }
-            res
+            body::discard(req.into_body(), &app.0.config.server).await;
+            refused(refusal, access)
         }
     };
     if let Some(s) = rate {
         s.write_headers(res.headers_mut(), access.now_ms());
+    }
+    res
+}
+
+/// 503 once the shared store has been failing for longer than `[store] outage_grace_ms`: until
+/// then requests go on with their usage queued; past it, nothing more is served that could not
+/// be recorded.
+fn store_outage(app: &AppState) -> Option<Response> {
+    let grace = app.0.config.store.outage_grace()?;
+    let down = app.0.budgets.charger().outage()?;
+    if down <= grace {
+        return None;
+    }
+    let mut res = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "server_error",
+        format!(
+            "The gateway's database has not accepted writes for {} s; requests are refused until it does.",
+            down.as_secs()
+        ),
+    )
+    .with_code("store_unavailable")
+    .into_response();
+    res.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from(5));
+    Some(res)
+}
+
+/// A refusal as its response: the error, and `Retry-After` where the wait is known (tokens per
+/// day: until midnight UTC; shared limits unavailable: a second).
+fn refused(refusal: crate::access::Refusal, access: &crate::access::Access) -> Response {
+    let retry = match &refusal {
+        crate::access::Refusal::Tokens(q) => Some(std::time::Duration::from_millis(
+            u64::try_from(q.resets_at - access.now_ms()).unwrap_or(0),
+        )),
+        crate::access::Refusal::Unavailable(_) => Some(std::time::Duration::from_secs(1)),
+        _ => None,
+    };
+    let mut res = ApiError::from(refusal).into_response();
+    if let Some(wait) = retry {
+        res.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            HeaderValue::from(crate::access::limits::retry_after_secs(wait)),
+        );
     }
     res
 }

@@ -175,6 +175,7 @@ impl Library {
             Ok(())
         })
         .await?;
+        self.announce(&upload.team_id, &record.id).await;
         write(&self.catalogue).insert(
             record.id.clone(),
             Arc::new(Entry {

@@ -142,6 +142,7 @@ impl Library {
             },
             tokens,
             ingests: Arc::new(Semaphore::new(config.concurrent_ingests)),
+            replicas: None,
         })
     }
 }

@@ -12,6 +12,7 @@ mod embedder;
 mod ingest;
 mod load;
 mod query;
+mod sync;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -82,6 +83,8 @@ pub struct Library {
     tokens: Arc<TokenCounter>,
     /// Uploads extracted and embedded at once (`[documents] concurrent_ingests`).
     ingests: Arc<Semaphore>,
+    /// With replicas: where to announce documents added or deleted here (`sync.rs`).
+    replicas: Option<(crate::shared::Shared, Arc<crate::metrics::Metrics>)>,
 }
 
 impl std::fmt::Debug for Library {
@@ -153,7 +156,21 @@ impl Library {
         }
         write(&self.index).delete_document(id);
         write(&self.catalogue).remove(id);
-        Ok(self.store.delete_document(team_id, id.to_string()).await?)
+        let deleted = self.store.delete_document(team_id, id.to_string()).await?;
+        self.announce(team, id).await;
+        Ok(deleted)
+    }
+
+    /// Announces every document added or deleted here to the other replicas (`[shared]`).
+    pub fn with_replicas(
+        mut self,
+        shared: &crate::shared::Shared,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Library {
+        if !shared.is_local() {
+            self.replicas = Some((shared.clone(), metrics));
+        }
+        self
     }
 
     /// The store behind the library (files and vector stores are kept there too).

@@ -42,6 +42,8 @@ pub enum Origin {
     Config,
     Upload,
     FileReload,
+    /// Uploaded to another replica, loaded here from the store.
+    Replica,
 }
 
 /// One version as the admin API lists it.
@@ -72,6 +74,14 @@ pub struct Loaded {
     pub policy: RouterPolicy,
     wasm: Arc<[u8]>,
     document: Option<Arc<str>>,
+}
+
+/// What a version runs: its component, its document and its pool mode.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub wasm: Arc<[u8]>,
+    pub document: Option<Arc<str>>,
+    pub pool: PoolMode,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +179,21 @@ impl PolicyRegistry {
         activate: bool,
         origin: Origin,
     ) -> Result<VersionInfo, RegistryError> {
+        self.add_as(None, component, document, pool, activate, origin)
+            .await
+    }
+
+    /// [`PolicyRegistry::add`] under a given id (`None`: the next `pol_N`): replicas name
+    /// versions the same everywhere.
+    pub async fn add_as(
+        &self,
+        id: Option<String>,
+        component: Option<Vec<u8>>,
+        document: Option<String>,
+        pool: Option<PoolMode>,
+        activate: bool,
+        origin: Origin,
+    ) -> Result<VersionInfo, RegistryError> {
         let _one_at_a_time = self.loading.lock().await;
         let current = self.active.load_full();
         let wasm: Arc<[u8]> = component.map_or_else(|| current.wasm.clone(), Arc::from);
@@ -178,12 +203,12 @@ impl PolicyRegistry {
             ..self.limits
         };
         drop(current);
-        let id = {
+        let id = id.unwrap_or_else(|| {
             let mut v = self.lock();
             let n = v.next;
             v.next += 1;
             format!("pol_{n}")
-        };
+        });
         let info = describe(&id, &wasm, document.as_deref(), limits.pool, origin);
         let result = load(&self.host, &id, wasm, document, limits, &self.candidates).await;
         let mut versions = self.lock();
@@ -245,6 +270,27 @@ impl PolicyRegistry {
             status: Status::Active,
             active: true,
             ..version.info.clone()
+        })
+    }
+
+    /// Whether a version with this id is kept (loaded or failed).
+    pub fn contains(&self, id: &str) -> bool {
+        self.lock().list.iter().any(|v| v.info.id == id)
+    }
+
+    /// What a loaded version runs (for the store).
+    pub fn source(&self, id: &str) -> Option<Source> {
+        let versions = self.lock();
+        let loaded = versions
+            .list
+            .iter()
+            .find(|v| v.info.id == id)?
+            .loaded
+            .clone()?;
+        Some(Source {
+            wasm: loaded.wasm.clone(),
+            document: loaded.document.clone(),
+            pool: loaded.policy.limits().pool,
         })
     }
 

@@ -196,6 +196,14 @@ impl From<Refusal> for ApiError {
                 q.scope.describe()
             ))
             .with_code("tokens_per_day_exceeded"),
+            Refusal::Unavailable(why) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                format!(
+                    "The shared rate limits are unavailable ({why}); the gateway refuses rather than admit requests past them. Retry shortly."
+                ),
+            )
+            .with_code("shared_state_unavailable"),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! start (`start.rs` holds the start-up steps: data-directory lock, journal, guardrail) and shut
 //! down after the last request. It knows no HTTP route; the pipeline and the endpoints read it.
 
+mod replicas;
 mod start;
 
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::time::SystemTime;
 
 use http::HeaderValue;
 
-use crate::access::{Access, LimitClock};
+use crate::access::{Access, AccessParts, LimitClock};
 use crate::budget::{Budgets, Charger};
 use crate::config::Config;
 use crate::events::Events;
@@ -17,6 +18,7 @@ use crate::facts::FactsEngine;
 use crate::journal::Journal;
 use crate::metrics::Metrics;
 use crate::routing;
+use crate::shared::{Change, Notice, Shared};
 use crate::store::{Clock, Store, SystemClock};
 use crate::upstream::Upstreams;
 use crate::upstream::health::Health;
@@ -29,6 +31,8 @@ pub struct AppState(pub Arc<Inner>);
 pub struct Inner {
     pub config: Config,
     pub store: Arc<dyn Store>,
+    /// What replicas share at once (`[shared]`): request rates, changes to cached trust.
+    pub shared: Shared,
     pub access: Access,
     pub budgets: Arc<Budgets>,
     pub events: Events,
@@ -83,15 +87,35 @@ impl AppState {
 
     pub async fn with_parts(config: Config, parts: Parts) -> anyhow::Result<AppState> {
         let data_lock = lock_data_dir(&config.data_dir)?;
-        let sqlite = Arc::new(
-            crate::store::sqlite::SqliteStore::open(
-                &config.data_dir.join("sovereign.db"),
-                parts.clock.clone(),
-            )
-            .await?,
-        );
-        let store: Arc<dyn Store> = sqlite.clone();
-        let documents: Arc<dyn crate::store::documents::DocumentStore> = sqlite;
+        // Durable state: SQLite in the data directory, or the PostgreSQL every replica shares.
+        let (store, documents): (
+            Arc<dyn Store>,
+            Arc<dyn crate::store::documents::DocumentStore>,
+        ) = match &config.store {
+            crate::config::StoreConfig::Sqlite => {
+                let sqlite = Arc::new(
+                    crate::store::sqlite::SqliteStore::open(
+                        &config.data_dir.join("sovereign.db"),
+                        parts.clock.clone(),
+                    )
+                    .await?,
+                );
+                (sqlite.clone(), sqlite)
+            }
+            crate::config::StoreConfig::Postgres(pg) => {
+                let pg = Arc::new(
+                    crate::store::postgres::PgStore::connect(
+                        &pg.url,
+                        pg.pool_size,
+                        parts.clock.clone(),
+                    )
+                    .await?,
+                );
+                (pg.clone(), pg)
+            }
+        };
+        let shared = Shared::connect(&config.shared, &config.sovereign_id).await?;
+        let metrics = Arc::new(Metrics::default());
         let bootstrap = crate::access::bootstrap::run(store.as_ref(), &config).await?;
         let access = Access::new(
             store.clone(),
@@ -99,19 +123,29 @@ impl AppState {
             parts.limit_clock,
             config.access.clone(),
             config.plans,
+            AccessParts {
+                shared: shared.clone(),
+                metrics: metrics.clone(),
+            },
         )
         .await?;
         let channel = crate::webhooks::Channel::new();
         let events = Events::new(Some(channel.outbox.clone()));
         let (charger, _writer) = Charger::start(store.clone());
-        let budgets = Arc::new(Budgets::new(
-            store.clone(),
-            charger,
-            access.quota.clone(),
-            events.clone(),
-            config.budgets.clone(),
-            parts.clock.clone(),
-        ));
+        if let Some(grace) = config.store.outage_grace() {
+            charger.tolerate_outages(grace);
+        }
+        let budgets = Arc::new(
+            Budgets::new(
+                store.clone(),
+                charger,
+                access.quota.clone(),
+                events.clone(),
+                config.budgets.clone(),
+                parts.clock.clone(),
+            )
+            .shared(&shared, metrics.clone()),
+        );
         let router = routing::Router::from_config(&config).await?;
         // One policy engine per process: the router's when routing is configured.
         let policy_host = match router.policy_host() {
@@ -130,7 +164,6 @@ impl AppState {
         .persisted_in(config.data_dir.join("shapers"))
         .await?;
         let shapers = Arc::new(shapers);
-        let metrics = Arc::new(Metrics::default());
         let webhooks = crate::webhooks::Webhooks::start(
             store.clone(),
             config.webhooks.clone(),
@@ -138,6 +171,9 @@ impl AppState {
             channel,
             shapers.clone(),
             metrics.clone(),
+            // Replicas on one database lease each subscription's deliveries.
+            matches!(config.store, crate::config::StoreConfig::Postgres(_))
+                .then(|| config.sovereign_id.clone()),
         )
         .await?;
         let facts = tokio::task::spawn_blocking({
@@ -153,7 +189,8 @@ impl AppState {
                     documents,
                     facts.shared_tokens(),
                 )
-                .await?,
+                .await?
+                .with_replicas(&shared, metrics.clone()),
             )),
             false => None,
         };
@@ -175,9 +212,10 @@ impl AppState {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        Ok(AppState(Arc::new(Inner {
+        let state = AppState(Arc::new(Inner {
             config,
             store,
+            shared,
             access,
             budgets,
             events,
@@ -196,11 +234,42 @@ impl AppState {
             started_unix,
             bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),
             _data_lock: data_lock,
-        })))
+        }));
+        // A replica starting into a running cluster takes its router versions and guardrail.
+        if let Err(e) = state.follow_policies().await {
+            tracing::warn!(error = %e, "loading the replicas' policy versions failed; this replica's config versions apply");
+        }
+        Ok(state)
     }
 }
 
 impl AppState {
+    /// Another replica's change (or a gap in hearing them): what this replica holds in memory
+    /// follows the store.
+    pub async fn hear(&self, notice: Notice) {
+        let webhooks = matches!(notice, Notice::Changed(Change::Webhooks) | Notice::Resync);
+        let policies = matches!(
+            notice,
+            Notice::Changed(Change::Policies | Change::Guardrail) | Notice::Resync
+        );
+        if policies && let Err(e) = self.follow_policies().await {
+            tracing::warn!(error = %e, "following the replicas' policy versions failed");
+        }
+        if let (Notice::Resync, Some(library)) = (&notice, &self.0.library) {
+            library.reconcile().await;
+        }
+        if let (Notice::Changed(Change::Document { team, id }), Some(library)) =
+            (&notice, &self.0.library)
+            && let Err(e) = library.sync_document(team, id).await
+        {
+            tracing::warn!(error = %e, document = %id, "indexing another replica's document change failed");
+        }
+        self.0.access.hear(notice).await;
+        if webhooks && let Err(e) = self.0.webhooks.reload().await {
+            tracing::warn!(error = %e, "reloading webhook subscriptions failed");
+        }
+    }
+
     /// Stops retention and closes the journal (flush, final checkpoint). Called after the last
     /// request has been answered.
     pub async fn shut_down(&self) {

@@ -3,6 +3,12 @@
 //! the timeout and its outcome handed to the recorder (group commit); failures retried with exponential backoff and jitter until the
 //! delivery is older than `max_age`, then dead-lettered. At most `concurrency` attempts run at
 //! once across subscriptions.
+//!
+//! With replicas on one store, every replica runs a worker per subscription, but only the one
+//! holding the subscription's lease (`Store::claim_webhook`) delivers: so each delivery goes out
+//! once, still in order. A lease lapses 10 s after its holder stopped renewing it (a killed
+//! replica); another replica's worker takes over from the oldest pending delivery. Deliveries
+//! queued by other replicas are found by polling every 200 ms.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,6 +25,10 @@ use crate::store::webhooks::{Attempt, AttemptRecord, Delivery, Outcome};
 
 /// Pending deliveries read from the store at once.
 const PAGE: u32 = 64;
+/// With replicas: how long a lease on a subscription lasts (renewed at half), and how often a
+/// worker looks for deliveries another replica queued, or for a lease to take over.
+const LEASE: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(200);
 /// Longest error text kept per attempt.
 const MAX_ERROR_CHARS: usize = 300;
 
@@ -34,9 +44,20 @@ pub(super) async fn run(shared: Arc<Shared>, sub: Arc<Sub>) {
     // The highest seq read into `queue`: the next page starts after it, so a delivery whose
     // outcome is still on its way to the store is not read (and sent) again.
     let mut after = 0;
+    let mut lease = Lease::default();
     loop {
         if *stop.borrow() || sub.deleted.load(Ordering::Relaxed) {
             return;
+        }
+        if !lease.hold(&shared, &sub).await {
+            // Another replica delivers: start from the store again when this one takes over.
+            queue.clear();
+            after = 0;
+            tokio::select! {
+                () = tokio::time::sleep(POLL) => {}
+                _ = stop.changed() => {}
+            }
+            continue;
         }
         if sub.reload.swap(false, Ordering::Relaxed) {
             // Re-driven dead letters are older than what is queued: start again from the oldest
@@ -52,8 +73,15 @@ pub(super) async fn run(shared: Arc<Shared>, sub: Arc<Sub>) {
                 .await
             {
                 Ok(page) if page.is_empty() => {
+                    let poll = async {
+                        match shared.replica {
+                            Some(_) => tokio::time::sleep(POLL).await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         () = sub.wake.notified() => {}
+                        () = poll => {}
                         _ = stop.changed() => {}
                     }
                 }
@@ -98,6 +126,53 @@ pub(super) async fn run(shared: Arc<Shared>, sub: Arc<Sub>) {
             }
             Outcome::Delivered | Outcome::Dead | Outcome::Skipped => {
                 queue.pop_front();
+            }
+        }
+    }
+}
+
+/// A worker's lease on its subscription (replicas only).
+#[derive(Default)]
+struct Lease {
+    /// Until when it is held, by this process's clock; `None`: not held.
+    until: Option<std::time::Instant>,
+}
+
+impl Lease {
+    /// Whether this replica may deliver now: always without replicas; else when the lease is
+    /// held with more than half of it left, or was just claimed or renewed.
+    async fn hold(&mut self, shared: &Shared, sub: &Sub) -> bool {
+        let Some(replica) = &shared.replica else {
+            return true;
+        };
+        let now = std::time::Instant::now();
+        if self.until.is_some_and(|t| t > now + LEASE / 2) {
+            return true;
+        }
+        let lease_ms = i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX);
+        let until = shared.clock.now_ms().saturating_add(lease_ms);
+        let claimed = shared
+            .store
+            .claim_webhook(sub.webhook.id.clone(), replica.clone(), until)
+            .await;
+        match claimed {
+            Ok(true) => {
+                if self.until.is_none_or(|t| t <= now) {
+                    // Newly held: outcomes another holder recorded are in the store by now,
+                    // except this replica's own; flush those before reading.
+                    shared.recorder.flush().await;
+                }
+                self.until = Some(now + LEASE);
+                true
+            }
+            Ok(false) => {
+                self.until = None;
+                false
+            }
+            Err(e) => {
+                tracing::warn!(webhook = %sub.webhook.id, error = %e, "webhook lease: the store failed");
+                // Keep delivering only while the lease surely holds.
+                self.until.is_some_and(|t| t > now)
             }
         }
     }

@@ -87,6 +87,9 @@ pub(crate) struct Shared {
     recorder: recorder::Recorder,
     shapers: Arc<Shapers>,
     metrics: Arc<Metrics>,
+    /// With replicas on one store: this replica's name, under which its workers lease the
+    /// subscriptions they deliver (`None`: one process, no leases).
+    replica: Option<String>,
 }
 
 pub(crate) struct Sub {
@@ -168,6 +171,7 @@ impl Webhooks {
         channel: Channel,
         shapers: Arc<Shapers>,
         metrics: Arc<Metrics>,
+        replica: Option<String>,
     ) -> anyhow::Result<Webhooks> {
         let mut builder = reqwest::Client::builder();
         if let Some(tls) = &config.tls {
@@ -202,6 +206,7 @@ impl Webhooks {
             recorder: recorder::Recorder::start(store.clone()),
             shapers,
             metrics,
+            replica,
         });
         for w in store.webhooks().await? {
             if let Err(e) = shared.add(w.clone()) {
@@ -364,6 +369,38 @@ impl Webhooks {
         Ok(n)
     }
 
+    /// Another replica changed the subscriptions: new ones are loaded (and their workers
+    /// started), deleted ones stopped, rotated secrets taken.
+    pub async fn reload(&self) -> Result<(), WebhookError> {
+        let stored = self.shared.store.webhooks().await?;
+        let known = self.shared.subscriptions();
+        for sub in &known {
+            match stored.iter().find(|w| w.id == sub.webhook.id) {
+                Some(w) => {
+                    *sub.keys
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Keys::of(w)?;
+                }
+                None => {
+                    sub.deleted.store(true, Ordering::Relaxed);
+                    sub.wake.notify_one();
+                    self.shared
+                        .subs
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .remove(&sub.webhook.id);
+                }
+            }
+        }
+        for w in stored {
+            if !known.iter().any(|s| s.webhook.id == w.id) {
+                self.shared.add(w)?;
+            }
+        }
+        self.shared.count();
+        Ok(())
+    }
+
     /// Persists what was emitted so far, then stops the workers (an attempt under way is
     /// abandoned: its delivery stays pending and goes out at the next start).
     pub async fn shut_down(&self) {
@@ -490,6 +527,7 @@ mod tests {
             channel,
             shapers,
             Arc::default(),
+            None,
         )
         .await
         .unwrap();

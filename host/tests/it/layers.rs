@@ -48,6 +48,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("policy", 30),
     ("events", 30), // journal
     ("upstream", 30),
+    ("shared", 20), // config: Redis, knowing no gateway type
     // The lowest layer.
     ("store", 14), // auth, config
     ("auth", 13),
