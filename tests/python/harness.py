@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+import services
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("SOVEREIGN_BIN", REPO / "target" / "debug" / "sovereign"))
 START_DEADLINE_S = 30.0
@@ -112,7 +114,8 @@ def start_simulator(latency_ms: int = 0, token_interval_ms: int = 0) -> Proc:
 def start_demo(data_dir: Path, tls: bool = False) -> Proc:
     """`sovereign demo`; with `tls`, HTTPS with optional client certificates and a demo PKI
     under `data_dir/tls/` (the process's `ca` / `ca_pem` are the CA clients should trust)."""
-    return Proc(["demo", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *(["--tls"] if tls else [])])
+    return Proc(["demo", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *(["--tls"] if tls else [])],
+                env=services.backend_env(data_dir))
 
 
 def tls_context(ca_pem: str, cert: tuple[str | Path, str | Path] | None = None):
@@ -130,7 +133,9 @@ def tls_context(ca_pem: str, cert: tuple[str | Path, str | Path] | None = None):
 def start_gateway(config_text: str, directory: Path, env: dict[str, str] | None = None) -> Proc:
     path = directory / "gateway.toml"
     path.write_text(config_text)
-    return Proc(["serve", "--config", str(path)], env=env)
+    # On `SOVEREIGN_TEST_BACKEND=postgres`, the directory's own database and Redis namespace
+    # (a test's explicit `env` wins).
+    return Proc(["serve", "--config", str(path)], env={**services.backend_env(directory), **(env or {})})
 
 
 def new_key() -> tuple[str, str]:

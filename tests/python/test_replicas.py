@@ -1,0 +1,448 @@
+"""Issue 17: two replicas of the real binary on one PostgreSQL and one Redis (both private to this
+module, started on free ports so they can be killed and restarted): config-file teams and keys
+bootstrapped by both at the same moment, request rates exact across replicas, a revocation on one
+replica refused on the other within 100 ms, team changes, Redis failing closed and open and
+recovering, PostgreSQL restarting under the replicas."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+import harness
+import services
+
+CHAT = {"model": "jais-30b-chat", "messages": [{"role": "user", "content": "hello"}]}
+
+
+@pytest.fixture(scope="module")
+def pg():
+    p = services.PrivatePostgres()
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    r = services.PrivateRedis()
+    yield r
+    r.close()
+
+
+def start_replicas(sim, keys, pg, redis_server, base: Path, db: str, n: int = 2,
+                   on_failure: str = "closed", extra: str = "", models: list[dict] | None = None,
+                   first: int = 0) -> list[harness.Proc]:
+    """`n` replicas with the same config file but for `sovereign_id` (and, by the harness,
+    `data_dir` per directory), started at the same moment."""
+    env = {"SOVEREIGN_STORE_URL": pg.database(db), "SOVEREIGN_REDIS_URL": redis_server.url(),
+           "SOVEREIGN_SHARED_NAMESPACE": db}
+    backends = ("\n[store]\nbackend = \"postgres\"\n\n[shared]\nbackend = \"redis\"\n"
+                f"on_failure = \"{on_failure}\"\ntimeout_ms = 200\n")
+
+    def one(i: int) -> harness.Proc:
+        d = base / f"replica-{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        config = harness.gateway_config(models or harness.fleet_models(sim.url), keys["config"],
+                                        sovereign_id=f"replica-{i}",
+                                        extra=harness.UNLIMITED + backends + extra)
+        return harness.start_gateway(config, d, env=env)
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(one, range(first, first + n)))
+
+
+def stop_all(replicas):
+    for r in replicas:
+        r.kill()
+
+
+def admin(gw, keys) -> httpx.Client:
+    return httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {keys['admin']}"}, timeout=30)
+
+
+def new_key(a: httpx.Client, team_id: str, **fields) -> dict:
+    r = a.post("/v1/admin/keys", json={"team_id": team_id, "role": "member", **fields})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def new_team(a: httpx.Client, **fields) -> dict:
+    r = a.post("/v1/admin/teams", json={"name": "acme", "plan": "enterprise", **fields})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_replicas_bootstrapping_the_same_config_at_once_share_teams_and_keys(sim, keys, pg, redis_server,
+                                                                             tmp_path):
+    replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "boot", n=3)
+    try:
+        for r in replicas:
+            with admin(r, keys) as a:
+                assert a.get("/v1/models").status_code == 200
+                listed = a.get("/v1/admin/keys").json()["data"]
+                assert len([k for k in listed if k["name"] in ("member", "admin")]) == 2, listed
+        # A team and key made on one replica work on every other.
+        with admin(replicas[0], keys) as a:
+            key = new_key(a, new_team(a)["id"])
+        for i, r in enumerate(replicas):
+            got = httpx.post(f"{r.url}/v1/chat/completions", json=CHAT,
+                             headers={"Authorization": f"Bearer {key['key']}"}, timeout=30)
+            assert got.status_code == 200, got.text
+            assert got.headers["x-sovereign-id"] == f"replica-{i}"
+    finally:
+        stop_all(replicas)
+
+
+def test_a_request_rate_is_exact_across_two_replicas(sim, keys, pg, redis_server, tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "rate")
+    try:
+        with admin(a_, keys) as a:
+            key = new_key(a, new_team(a)["id"], rpm=10)
+        # rpm 10 (burst 10): 40 requests split over both replicas at once admit exactly 10.
+        targets = [a_, b_] * 20
+
+        def call(gw):
+            return httpx.post(f"{gw.url}/v1/chat/completions", json=CHAT,
+                              headers={"Authorization": f"Bearer {key['key']}"}, timeout=30)
+
+        with ThreadPoolExecutor(16) as pool:
+            results = list(pool.map(call, targets))
+        codes = sorted(r.status_code for r in results)
+        assert codes == [200] * 10 + [429] * 30, codes
+        served_by = {r.headers["x-sovereign-id"] for r in results if r.status_code == 200}
+        assert served_by == {"replica-0", "replica-1"}, served_by
+        for r in results:
+            assert r.headers["x-ratelimit-limit"] == "10"
+            if r.status_code == 429:
+                assert 1 <= int(r.headers["retry-after"]) <= 60
+                assert r.json()["error"]["type"] == "rate_limit_exceeded"
+    finally:
+        stop_all(replicas)
+
+
+def test_a_key_revoked_on_one_replica_is_refused_on_the_other_within_100_ms(sim, keys, pg, redis_server,
+                                                                           tmp_path, record_property):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "revoke")
+    try:
+        delays = []
+        with admin(a_, keys) as a, httpx.Client(base_url=b_.url, timeout=30) as b:
+            team = new_team(a)
+            for _ in range(50):
+                key = new_key(a, team["id"])
+                auth = {"Authorization": f"Bearer {key['key']}"}
+                # Cached on B before the revocation.
+                assert b.get("/v1/models", headers=auth).status_code == 200
+                assert a.post(f"/v1/admin/keys/{key['id']}/revoke").status_code == 200
+                returned = time.monotonic()
+                while True:
+                    r = b.get("/v1/models", headers=auth)
+                    if r.status_code == 401:
+                        delays.append(time.monotonic() - returned)
+                        assert r.json()["error"]["code"] == "revoked_api_key"
+                        break
+                    assert r.status_code == 200
+                    assert time.monotonic() - returned < 1.0, "still accepted on B after 1 s"
+        delays.sort()
+        p50 = statistics.median(delays) * 1000
+        p99 = delays[int(len(delays) * 0.99) - 1] * 1000
+        print(f"revocation reached the other replica: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {delays[-1]*1000:.2f} ms")
+        record_property("revocation_p50_ms", round(p50, 2))
+        record_property("revocation_p99_ms", round(p99, 2))
+        assert delays[-1] < 0.1, f"slowest {delays[-1]*1000:.1f} ms"
+    finally:
+        stop_all(replicas)
+
+
+def test_a_budget_is_never_exceeded_by_200_requests_over_two_replicas_streams_included(sim, keys, pg,
+                                                                                      redis_server, tmp_path):
+    """Prompts are free and a completion token costs 1,000 micros: a request with
+    `max_tokens=5` (whose answer is longer) reserves and spends exactly R = 5,000 micros. With a
+    budget of 50 R shared by two replicas, every moment satisfies spent + reserved <= B across
+    both, so exactly 50 of 200 are served (half of them streamed), whatever the interleaving."""
+    priced = harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0)
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "budget", models=priced)
+    try:
+        with admin(a_, keys) as a:
+            team = new_team(a, budget=0.25)
+            key = new_key(a, team["id"])
+        auth = {"Authorization": f"Bearer {key['key']}"}
+
+        def call(i: int):
+            gw = (a_, b_)[i % 2]
+            stream = i % 4 >= 2
+            body = {**CHAT, "max_tokens": 5, "stream": stream}
+            r = httpx.post(f"{gw.url}/v1/chat/completions", json=body, headers=auth, timeout=60)
+            if stream and r.status_code == 200:
+                assert r.text.rstrip().endswith("data: [DONE]"), r.text[-200:]
+            return r
+
+        with ThreadPoolExecutor(100) as pool:
+            results = list(pool.map(call, range(200)))
+        served = [r for r in results if r.status_code == 200]
+        refused = [r for r in results if r.status_code == 429]
+        assert len(served) == 50 and len(refused) == 150, sorted(r.status_code for r in results)
+        assert {r.headers["x-sovereign-id"] for r in served} == {"replica-0", "replica-1"}
+        for r in refused:
+            assert r.json()["error"]["type"] == "insufficient_quota"
+        with admin(b_, keys) as b:
+            # Streams settle as their last frame goes out: wait for the counters, then check.
+            harness.wait_for(lambda: b.get(f"/v1/admin/teams/{team['id']}").json()["spend"]["reserved"] == 0,
+                             timeout=10, what="every reservation settled")
+            spend = b.get(f"/v1/admin/teams/{team['id']}").json()["spend"]
+            assert spend["spent"] == pytest.approx(0.25) and spend["remaining"] == 0, spend
+            harness.wait_for(lambda: b.get("/v1/admin/usage", params={"team_id": team["id"]})
+                             .json()["total"]["requests"] == 50, timeout=10, what="usage of 50 requests")
+    finally:
+        stop_all(replicas)
+
+
+def test_a_replica_killed_under_load_leaves_the_other_serving_and_its_journal_verifies(sim, keys, pg,
+                                                                                     redis_server, tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "kill")
+    stop = threading.Event()
+    codes = {"a": [], "b": []}
+    auth = {"Authorization": f"Bearer {keys['member']}"}
+
+    def load(name, gw):
+        with httpx.Client(base_url=gw.url, headers=auth, timeout=10) as c:
+            while not stop.is_set():
+                try:
+                    codes[name].append(c.post("/v1/chat/completions", json=CHAT).status_code)
+                except httpx.HTTPError:
+                    codes[name].append(None)
+    threads = [threading.Thread(target=load, args=(n, g)) for n, g in (("a", a_), ("b", b_)) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        harness.wait_for(lambda: len(codes["a"]) >= 50 and len(codes["b"]) >= 50, timeout=30,
+                         what="load on both replicas")
+        a_.proc.kill()  # SIGKILL, mid-load
+        a_.proc.wait()
+        before = len(codes["b"])
+        harness.wait_for(lambda: len(codes["b"]) >= before + 100, timeout=30,
+                         what="the surviving replica serving on")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert codes["b"] and all(c == 200 for c in codes["b"]), sorted(set(codes["b"]), key=str)
+    try:
+        # The killed replica's own journal verifies (a torn last line is cut at open), and it
+        # comes back on the same config and data.
+        rust, python = harness.verify_journal(harness.journal_dir(tmp_path / "replica-0"))
+        assert rust.returncode == 0, rust.stdout + rust.stderr
+        assert python.returncode == 0, python.stdout + python.stderr
+        again = start_replicas(sim, keys, pg, redis_server, tmp_path, "kill", n=1)[0]
+        replicas.append(again)
+        r = httpx.post(f"{again.url}/v1/chat/completions", json=CHAT, headers=auth, timeout=30)
+        assert r.status_code == 200 and r.headers["x-sovereign-id"] == "replica-0"
+    finally:
+        stop_all(replicas)
+
+
+def test_team_changes_and_deletion_reach_the_other_replica(sim, keys, pg, redis_server, tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "teams")
+    try:
+        with admin(a_, keys) as a:
+            team = new_team(a)
+            key = new_key(a, team["id"])
+            auth = {"Authorization": f"Bearer {key['key']}"}
+            assert httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth).status_code == 200
+            # Restricting the team's models on A: B refuses the model at once.
+            r = a.patch(f"/v1/admin/teams/{team['id']}", json={"allowed_models": ["allam-7b-instruct"]})
+            assert r.status_code == 200, r.text
+            refused = httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth)
+            assert refused.status_code in (403, 404), refused.text
+            assert a.delete(f"/v1/admin/teams/{team['id']}").status_code == 200
+            gone = httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth)
+            assert gone.status_code == 401, gone.text
+    finally:
+        stop_all(replicas)
+
+
+@pytest.mark.parametrize("mode", ["closed", "open"])
+def test_redis_killed_then_back(sim, keys, pg, redis_server, tmp_path, mode):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, f"redis{mode}",
+                                       on_failure=mode)
+    try:
+        with admin(a_, keys) as a:
+            key = new_key(a, new_team(a)["id"], rpm=6000)
+        auth = {"Authorization": f"Bearer {key['key']}"}
+        assert httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth).status_code == 200
+        redis_server.kill()
+        try:
+            r = httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth, timeout=10)
+            if mode == "closed":
+                assert r.status_code == 503, r.text
+                assert r.json()["error"]["code"] == "shared_state_unavailable"
+                assert r.headers["retry-after"] == "1"
+            else:
+                assert r.status_code == 200, r.text
+                assert harness.metrics(b_)["sovereign_shared_fail_open_total"] >= 1
+            assert harness.metrics(b_)["sovereign_shared_failures_total"] >= 1
+        finally:
+            redis_server.start()
+        # Recovery by itself: the connection comes back, and so do changes between replicas.
+        harness.wait_for(lambda: httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT,
+                                            headers=auth).status_code == 200,
+                         timeout=15, what="requests admitted again after Redis returned")
+        with admin(a_, keys) as a:
+            harness.wait_for(lambda: _revoke_reaches(a, b_, key_team=None, keys=keys),
+                             timeout=15, what="revocations carried again")
+    finally:
+        stop_all(replicas)
+
+
+def _revoke_reaches(a: httpx.Client, b_, key_team, keys) -> bool:
+    """A new key, cached on B, revoked on A: refused on B within 100 ms (the pub/sub path, not
+    the cache's time-to-live)."""
+    team = new_team(a)
+    key = new_key(a, team["id"])
+    auth = {"Authorization": f"Bearer {key['key']}"}
+    if httpx.get(f"{b_.url}/v1/models", headers=auth).status_code != 200:
+        return False
+    a.post(f"/v1/admin/keys/{key['id']}/revoke")
+    deadline = time.monotonic() + 0.1
+    while time.monotonic() < deadline:
+        if httpx.get(f"{b_.url}/v1/models", headers=auth).status_code == 401:
+            return True
+    return False
+
+
+def test_postgres_restarted_under_the_replicas(sim, keys, pg, redis_server, tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "pgrestart")
+    try:
+        with admin(a_, keys) as a:
+            key = new_key(a, new_team(a)["id"])
+        auth = {"Authorization": f"Bearer {key['key']}"}
+        assert httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth).status_code == 200
+        pg.stop("fast")
+        try:
+            # A cached key keeps working while the database is away.
+            r = httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth, timeout=30)
+            assert r.status_code == 200, r.text
+            # An admin write cannot be durable: a clear 5xx, not a hang.
+            with admin(a_, keys) as a:
+                r = a.post("/v1/admin/teams", json={"name": "x", "plan": "enterprise"})
+                assert r.status_code in (500, 503), r.text
+                assert r.json()["error"]["type"] == "server_error"
+        finally:
+            pg.start()
+        with admin(a_, keys) as a:
+            harness.wait_for(lambda: a.post("/v1/admin/teams", json={"name": "back", "plan": "enterprise"})
+                             .status_code == 201, timeout=30, what="writes after PostgreSQL returned")
+            key2 = new_key(a, new_team(a)["id"])
+        r = httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT,
+                       headers={"Authorization": f"Bearer {key2['key']}"}, timeout=30)
+        assert r.status_code == 200, r.text
+    finally:
+        stop_all(replicas)
+
+
+def test_each_webhook_event_is_delivered_once_with_both_replicas_delivering(sim, keys, pg, redis_server,
+                                                                              tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "hooks",
+                                       extra="\n[webhooks]\nallow_loopback = true\nrequest_completed_after_ms = 0\n")
+    rx = harness.Receiver()
+    try:
+        with admin(a_, keys) as a, admin(b_, keys) as b:
+            made = a.post("/v1/admin/webhooks", json={"url": rx.url, "events": ["request.completed"]})
+            assert made.status_code == 201, made.text
+            rx.secret = made.json()["secret"]
+            hook = made.json()["id"]
+            # B hears of the subscription made on A.
+            harness.wait_for(lambda: b.get(f"/v1/admin/webhooks/{hook}").status_code == 200,
+                             timeout=5, what="the subscription on the other replica")
+        auth = {"Authorization": f"Bearer {keys['member']}"}
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(lambda gw: httpx.post(f"{gw.url}/v1/chat/completions", json=CHAT,
+                                                        headers=auth, timeout=30).status_code,
+                                  [a_, b_] * 20))
+        assert codes == [200] * 40
+        harness.wait_for(lambda: len(rx.accepted()) >= 40, timeout=30, what="40 deliveries")
+        # Once no delivery is pending anywhere, no worker can send one again: count then.
+        with admin(a_, keys) as a, admin(b_, keys) as b:
+            harness.wait_for(lambda: all(c.get(f"/v1/admin/webhooks/{hook}/deliveries",
+                                               params={"state": "pending"}).json()["data"] == []
+                                         for c in (a, b)),
+                             timeout=30, what="no pending delivery on either replica")
+            delivered = a.get(f"/v1/admin/webhooks/{hook}/deliveries", params={"state": "delivered", "limit": 100})
+            assert len(delivered.json()["data"]) == 40, delivered.text
+        # One delivery per event: no `webhook-id` twice, and every request's event there.
+        ids = [{k.lower(): v for k, v in r["headers"].items()}["webhook-id"] for r in rx.accepted()]
+        assert len(ids) == 40 and len(set(ids)) == 40, f"{len(ids)} deliveries, {len(set(ids))} distinct"
+        assert len({r["json"]["request_id"] for r in rx.accepted()}) == 40
+        assert all(r["signature_ok"] for r in rx.received)
+    finally:
+        rx.close()
+        stop_all(replicas)
+
+
+def test_a_router_version_and_a_guardrail_swapped_on_one_replica_are_used_by_the_other(sim, keys, pg,
+                                                                                        redis_server, tmp_path):
+    routing = "name: start\nroutes: []\ndefault: qwen2.5-coder-32b\n"
+    for i in range(2):
+        (tmp_path / f"replica-{i}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"replica-{i}" / "routing.yaml").write_text(routing)
+    guard = '\n[guardrail]\nsettings = \'{"default": "redact"}\'\n'
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "policies",
+                                       extra=guard + '\n[routing]\ndocument = "routing.yaml"\n')
+    auth = {"Authorization": f"Bearer {keys['member']}"}
+
+    def routed_on_b(content="hi"):
+        r = httpx.post(f"{b_.url}/v1/chat/completions", headers=auth, timeout=30,
+                       json={"model": "auto-router", "messages": [{"role": "user", "content": content}]})
+        return r
+
+    try:
+        assert routed_on_b().json()["model"] == "qwen2.5-coder-32b"
+        doc = "name: to-magistral\nroutes: []\ndefault: magistral-small\n"
+        with admin(a_, keys) as a, admin(b_, keys) as b:
+            up = a.post("/v1/admin/policies", json={"document": doc, "activate": True})
+            assert up.status_code == 201, up.text
+            version = up.json()["id"]
+            # Used by B once it has loaded the version (compiled and smoke-called, as any upload).
+            harness.wait_for(lambda: routed_on_b().json()["model"] == "magistral-small", timeout=20,
+                             what="replica B routing with the version uploaded on A")
+            assert routed_on_b().headers["x-route-policy"] == "to-magistral"
+            listed = b.get("/v1/admin/policies").json()
+            assert listed["active"] == version, listed
+            # A second version uploaded on A without activating it, activated on B: A follows.
+            up2 = a.post("/v1/admin/policies", json={"document": doc.replace("to-magistral", "to-llama")
+                                                     .replace("magistral-small", "llama-3.2-3b-instruct"),
+                                                     "activate": False})
+            assert up2.status_code == 201 and not up2.json()["active"], up2.text
+            harness.wait_for(lambda: b.get("/v1/admin/policies").json()["data"][-1]["id"] == up2.json()["id"],
+                             timeout=20, what="replica B loading the second version")
+            assert b.post(f"/v1/admin/policies/{up2.json()['id']}/activate").status_code == 200
+            # An activation is a switch between loaded versions: A follows within milliseconds.
+            harness.wait_for(lambda: httpx.post(f"{a_.url}/v1/chat/completions", headers=auth, timeout=30,
+                                                json={"model": "auto-router",
+                                                      "messages": [{"role": "user", "content": "hi"}]}
+                                                ).headers["x-route-policy"] == "to-llama",
+                             timeout=2, what="replica A following the activation on B")
+            # The guardrail: email blocked on A → blocked on B.
+            ask = "mail me at hala@example.com"
+            assert routed_on_b(ask).status_code == 200
+            r = a.post("/v1/admin/guardrail", json={"settings": {"default": "redact", "entities": {"email": "block"}}})
+            assert r.status_code == 200, r.text
+            harness.wait_for(lambda: routed_on_b(ask).status_code == 400, timeout=20,
+                             what="replica B blocking with the guardrail settings swapped on A")
+            assert routed_on_b(ask).json()["error"]["type"] == "guardrail_violation"
+        # A replica started now takes the cluster's active versions.
+        (tmp_path / "replica-2").mkdir(parents=True)
+        (tmp_path / "replica-2" / "routing.yaml").write_text(routing)
+        c_ = start_replicas(sim, keys, pg, redis_server, tmp_path, "policies", n=1, first=2,
+                            extra=guard + '\n[routing]\ndocument = "routing.yaml"\n')[0]
+        replicas.append(c_)
+        r = httpx.post(f"{c_.url}/v1/chat/completions", headers=auth, timeout=30,
+                       json={"model": "auto-router", "messages": [{"role": "user", "content": "mail me at hala@example.com"}]})
+        assert r.status_code == 400, r.text
+    finally:
+        stop_all(replicas)
