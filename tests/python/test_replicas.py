@@ -446,3 +446,36 @@ def test_a_router_version_and_a_guardrail_swapped_on_one_replica_are_used_by_the
         assert r.status_code == 400, r.text
     finally:
         stop_all(replicas)
+
+
+def test_a_document_uploaded_on_one_replica_is_cited_by_the_other_until_deleted_there(sim, keys, pg,
+                                                                                      redis_server, tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "docs")
+    auth = {"Authorization": f"Bearer {keys['member']}"}
+    text = ("Customer records must be kept for ten years after the account is closed.\n\n"
+            "Backups are encrypted and stored in the Riyadh region only.\n").encode()
+    query = {"query": "How long must customer records be kept?", "collection": "policies"}
+
+    def cited(gw) -> set[str]:
+        r = httpx.post(f"{gw.url}/v1/rag/query", json=query, headers=auth, timeout=60)
+        assert r.status_code == 200, r.text
+        return {c["document_id"] for c in r.json()["citations"]}
+
+    try:
+        up = httpx.post(f"{a_.url}/v1/documents/upload", headers=auth, timeout=120,
+                        files={"file": ("retention.txt", text, "text/plain")}, data={"collection": "policies"})
+        assert up.status_code == 201, up.text
+        doc = up.json()["id"]
+        assert doc in cited(a_)
+        # B indexes it from the store when it hears of it (announced before the upload returned).
+        harness.wait_for(lambda: doc in cited(b_), timeout=5, what="the other replica citing the document")
+        got = httpx.get(f"{b_.url}/v1/documents/{doc}", headers=auth)
+        assert got.status_code == 200 and got.json()["filename"] == "retention.txt"
+        # The same bytes uploaded on B are the same document (the re-upload check is shared).
+        again = httpx.post(f"{b_.url}/v1/documents/upload", headers=auth, timeout=120,
+                           files={"file": ("retention.txt", text, "text/plain")}, data={"collection": "policies"})
+        assert again.json()["id"] == doc, again.text
+        assert httpx.delete(f"{b_.url}/v1/documents/{doc}", headers=auth).status_code == 200
+        harness.wait_for(lambda: doc not in cited(a_), timeout=5, what="the deletion reaching the other replica")
+    finally:
+        stop_all(replicas)
