@@ -139,6 +139,8 @@ impl Gateway {
                 }
             })
         });
+        // Replicas: this replica's journal copied into the shared store, behind the writer.
+        let journal_index = tokio::spawn(self.state.clone().index_journal());
         let reload = self.tls.as_ref().map(TlsListener::watch);
         let result = serve(
             listener,
@@ -149,6 +151,7 @@ impl Gateway {
         )
         .await;
         upkeep.abort();
+        journal_index.abort();
         if let Some(c) = changes {
             c.abort();
         }
@@ -159,6 +162,10 @@ impl Gateway {
         // may exit.
         self.state.0.budgets.charger().flush().await;
         self.state.shut_down().await;
+        // The journal is closed: its last entries go to the shared store too.
+        if let Err(e) = self.state.index_journal_now().await {
+            tracing::warn!(error = %e, "copying the journal's last entries failed; they are copied at the next start");
+        }
         result?;
         Ok(())
     }

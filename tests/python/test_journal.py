@@ -241,16 +241,20 @@ def test_query_filters_pagination_and_exports(jgw, team_keys):
     assert window and all(first <= e["timestamp"] < last for e in window)
     assert logs(gw, keys["admin"], **{"from": "2001-01-01", "to": "2001-01-02"}).json()["data"] == []
 
-    # JSONL and CSV exports hold the same entries as the JSON pages.
+    # JSONL and CSV exports hold the same entries as the JSON pages: JSONL the lines exactly as
+    # the chain holds them (verifiable as they are), JSON pages each with the chain's `replica`.
+    assert {e["replica"] for e in all_entries} == {"test-gw-1"}
     r = logs(gw, keys["admin"], format="jsonl", limit=len(seqs))
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
-    assert [json.loads(line) for line in r.text.splitlines()] == all_entries
+    assert [json.loads(line) for line in r.text.splitlines()] == [
+        {k: v for k, v in e.items() if k != "replica"} for e in all_entries]
     r = logs(gw, keys["admin"], format="csv", limit=len(seqs))
     assert r.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.text)))
     assert [int(row["seq"]) for row in rows] == seqs
     assert [row["journal_hash"] for row in rows] == [e["journal_hash"] for e in all_entries]
     assert rows[0]["model"] == (all_entries[0]["model"] or "")
+    assert {row["replica"] for row in rows} == {"test-gw-1"}
 
     # Roles: an auditor sees its own team only; members none of it.
     mine = logs(gw, keys["auditor2"], limit=1000).json()["data"]

@@ -479,3 +479,53 @@ def test_a_document_uploaded_on_one_replica_is_cited_by_the_other_until_deleted_
         harness.wait_for(lambda: doc not in cited(a_), timeout=5, what="the deletion reaching the other replica")
     finally:
         stop_all(replicas)
+
+
+def test_activity_logs_on_any_replica_answer_for_all_and_verification_walks_every_chain(sim, keys, pg,
+                                                                                       redis_server, tmp_path):
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "journal")
+    auth = {"Authorization": f"Bearer {keys['member']}"}
+    try:
+        ids = {}
+        for name, gw in (("replica-0", a_), ("replica-1", b_), ("replica-0", a_)):
+            r = httpx.post(f"{gw.url}/v1/chat/completions", json=CHAT, headers=auth, timeout=30)
+            assert r.status_code == 200
+            ids[r.headers["x-audit-trace-id"]] = name
+        with admin(a_, keys) as a, admin(b_, keys) as b:
+            # B's entries reach the shared index behind its writer (every half second).
+            def logged(c):
+                return {e["request_id"]: e["replica"] for e in
+                        c.post("/v1/activity/logs", json={"action": "chat.completions", "limit": 100}).json()["data"]}
+            harness.wait_for(lambda: logged(a) == ids, timeout=5, what="both replicas' entries on A")
+            assert logged(b) == ids
+            only_b = a.post("/v1/activity/logs", json={"replica": "replica-1", "action": "chat.completions"}).json()
+            assert [e["request_id"] for e in only_b["data"]] == [k for k, v in ids.items() if v == "replica-1"]
+            # Pages: one entry at a time, across replicas, in time order, nothing twice.
+            seen, cursor = [], None
+            while True:
+                page = a.post("/v1/activity/logs", json={"action": "chat.completions", "limit": 1,
+                                                         **({"cursor": cursor} if cursor else {})}).json()
+                seen += [e["request_id"] for e in page["data"]]
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+            assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
+            csv_text = a.post("/v1/activity/logs", json={"format": "csv", "replica": "replica-1"}).text
+            assert csv_text.splitlines()[0].endswith(",replica") and "replica-1" in csv_text.splitlines()[1]
+            # Verification: this replica's files, and every replica's indexed chain.
+            report = b.get("/v1/admin/journal/verify").json()
+            chains = {c["sovereign_id"]: c for c in report["replicas"]}
+            assert report["ok"] and set(chains) == {"replica-0", "replica-1"}, report
+            assert all(c["ok"] and c["entries"] >= 1 for c in chains.values()), chains
+        # An entry altered in the shared index is found, named by replica and seq.
+        import subprocess
+        url = pg.database("journal")
+        subprocess.run(["psql", url, "-q", "-c",
+                        "UPDATE journal_entries SET line = replace(line, '\"status\":\"success\"', "
+                        "'\"status\":\"error\"') WHERE replica = 'replica-1' AND seq = 1"], check=True)
+        with admin(a_, keys) as a:
+            report = a.get("/v1/admin/journal/verify").json()
+        bad = {c["sovereign_id"]: c for c in report["replicas"]}["replica-1"]
+        assert not report["ok"] and not bad["ok"] and bad["problem"]["seq"] == 1, report
+    finally:
+        stop_all(replicas)

@@ -305,8 +305,9 @@ def test_journal_records_how_each_request_authenticated(demo):
         r = a.post("/v1/activity/logs", json={"request_id": chat_id, "format": "csv"})
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv"), r.text
     header, *rows = list(csv.reader(io.StringIO(r.text)))
-    assert header[-2:] == ["auth", "cert_sha256"], header  # last, so older readers' columns stay
-    assert len(rows) == 1 and rows[0][-2:] == ["mtls", member_fp], rows
+    # Appended, so older readers' columns stay: auth and cert_sha256 (issue 16), replica (17).
+    assert header[-3:] == ["auth", "cert_sha256", "replica"], header
+    assert len(rows) == 1 and rows[0][-3:-1] == ["mtls", member_fp], rows
     assert len(found) == 1 and found[0]["auth"] == "mtls" and found[0]["cert_sha256"] == member_fp, found
 
     # The chain with the new fields still verifies, with both verifiers.

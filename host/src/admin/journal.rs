@@ -1,5 +1,7 @@
 //! `GET /v1/admin/journal/verify` (admin): the report of `sovereign journal verify` as JSON, run
-//! on the blocking pool. docs/JOURNAL.md, "Verifying".
+//! on the blocking pool. docs/JOURNAL.md, "Verifying". With replicas, `replicas` adds every
+//! replica's chain as indexed in the shared store, each walked link by link and every hash
+//! recomputed (the signed checkpoints are on each replica's disk: that replica's own `chains`).
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -26,7 +28,81 @@ pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Respons
     .await
     .map_err(ApiError::journal_unreadable)?
     .map_err(ApiError::journal_unreadable)?;
-    Ok(axum::Json(report_json(&report)).into_response())
+    let mut out = report_json(&report);
+    if app.replicated() {
+        // This replica's newest entries first, so its indexed chain is whole.
+        if let Err(e) = app.index_journal_now().await {
+            tracing::warn!(error = %e, "copying the journal before verifying failed");
+        }
+        let replicas = indexed_chains(app.0.store.as_ref()).await?;
+        let all_ok = replicas.iter().all(|r| r["ok"] == true);
+        out["replicas"] = Value::Array(replicas);
+        out["ok"] = Value::Bool(out["ok"] == true && all_ok);
+    }
+    Ok(axum::Json(out).into_response())
+}
+
+/// Rows of one indexed chain read at once.
+const CHAIN_PAGE: u32 = 5_000;
+
+/// Every replica's indexed chain: seqs contiguous, each entry's `prev_hash` the previous entry's
+/// `journal_hash`, each `journal_hash` recomputed from its entry.
+async fn indexed_chains(store: &dyn crate::store::Store) -> Result<Vec<Value>, ApiError> {
+    let mut out = Vec::new();
+    for replica in store
+        .journal_replicas()
+        .await
+        .map_err(ApiError::journal_unreadable)?
+    {
+        let (mut after, mut entries, mut prev): (i64, u64, Option<String>) = (0, 0, None);
+        let mut problem: Option<Value> = None;
+        'chain: loop {
+            let rows = store
+                .journal_chain(replica.clone(), after, CHAIN_PAGE)
+                .await
+                .map_err(ApiError::journal_unreadable)?;
+            let full = rows.len() == CHAIN_PAGE as usize;
+            for row in rows {
+                let bad = |reason: &str| Some(json!({"seq": row.seq, "reason": reason}));
+                let record = match crate::journal::Record::parse(row.line.as_bytes()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        problem = bad(&format!("unparseable entry: {e}"));
+                        break 'chain;
+                    }
+                };
+                let e = &record.entry;
+                if i64::try_from(e.seq).ok() != Some(row.seq) || (after > 0 && row.seq != after + 1)
+                {
+                    problem = bad("seq out of order (an entry missing or moved)");
+                } else if prev.as_ref().is_some_and(|p| *p != e.prev_hash)
+                    || (e.seq == 1 && e.prev_hash != crate::journal::GENESIS_HASH)
+                {
+                    problem = bad("prev_hash is not the previous entry's journal_hash");
+                } else if e.hash() != record.journal_hash {
+                    problem = bad("journal_hash does not match the entry (altered)");
+                }
+                if problem.is_some() {
+                    break 'chain;
+                }
+                after = row.seq;
+                entries += 1;
+                prev = Some(record.journal_hash);
+            }
+            if !full {
+                break;
+            }
+        }
+        out.push(json!({
+            "sovereign_id": replica,
+            "ok": problem.is_none(),
+            "entries": entries,
+            "head_seq": after,
+            "head_hash": prev,
+            "problem": problem,
+        }));
+    }
+    Ok(out)
 }
 
 fn report_json(r: &VerifyReport) -> Value {

@@ -2,6 +2,10 @@
 //! entries; admin: all) with filters, cursor pagination and `json` / `jsonl` / `csv` output
 //! (the latter two streamed). File reads run on the blocking pool, never on the runtime, and
 //! never touch the writer. docs/JOURNAL.md, "Querying".
+//!
+//! Replicas (`[store] postgres`) answer from the shared index of every replica's chain
+//! (`state::journal_index`), ordered by time, then replica, then seq; `replica` narrows to one
+//! chain. This replica's own entries are copied there first, so a client reads its own writes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,11 +21,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::access::Principal;
-use crate::journal::query::{Filter, Page, query};
+use crate::journal::query::{Filter, query};
 use crate::journal::{JournalError, Record, Status, format_utc, parse_iso8601};
 use crate::server::body;
 use crate::server::error::ApiError;
 use crate::state::AppState;
+use crate::store::JournalScan;
 
 /// Most entries in one `json` page.
 pub const MAX_PAGE: usize = 1_000;
@@ -43,6 +48,8 @@ struct LogsRequest {
     status: Option<String>,
     action: Option<String>,
     request_id: Option<String>,
+    /// One replica's chain (its `sovereign_id`).
+    replica: Option<String>,
     limit: Option<u64>,
     cursor: Option<String>,
     format: Option<String>,
@@ -95,7 +102,9 @@ pub async fn logs(
     let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
     let request: LogsRequest = serde_json::from_value(Value::Object(raw))
         .map_err(|e| ApiError::bad_request(format!("Invalid activity-log query: {e}.")))?;
-    let (mut filter, from_seq, limit, format) = parse(request)?;
+    let replica = request.replica.clone();
+    let shared = app.replicated();
+    let (mut filter, cursor, limit, format) = parse(request, shared)?;
     if let Some(team) = own_team {
         match &filter.team_id {
             Some(asked) if *asked != team => {
@@ -106,28 +115,75 @@ pub async fn logs(
             _ => filter.team_id = Some(team),
         }
     }
+    let source = if shared {
+        // Read your own writes: this replica's latest entries are in the index first.
+        if let Err(e) = app.index_journal_now().await {
+            tracing::warn!(error = %e, "copying the journal before a query failed");
+        }
+        Source::Shared {
+            store: app.0.store.clone(),
+            replica,
+        }
+    } else {
+        // One chain here: another replica's has no entries on this one.
+        let other = replica.is_some_and(|r| r != sovereign_id);
+        Source::Local {
+            dir,
+            sovereign_id,
+            other,
+        }
+    };
     let reader = Reader {
-        dir,
-        sovereign_id,
+        source: Arc::new(source),
         filter: Arc::new(filter),
     };
     match format {
         Format::Json => {
-            let page = reader.page(from_seq, limit, SCAN_BUDGET).await?;
-            let data: Vec<&Record> = page.entries.iter().collect();
+            let page = reader.page(cursor, limit, SCAN_BUDGET).await?;
+            let data: Vec<Value> = page
+                .entries
+                .iter()
+                .map(|(replica, r)| {
+                    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("replica".into(), Value::String(replica.clone()));
+                    }
+                    v
+                })
+                .collect();
             Ok(axum::Json(json!({
                 "object": "list",
                 "data": data,
-                "next_cursor": page.next_seq.map(|s| s.to_string()),
+                "next_cursor": page.next.map(|c| c.to_string()),
             }))
             .into_response())
         }
-        Format::Jsonl | Format::Csv => Ok(export(reader, from_seq, limit, format)),
+        Format::Jsonl | Format::Csv => Ok(export(reader, cursor, limit, format)),
+    }
+}
+
+/// Where a read continues: a seq of this replica's chain, or a position in the shared index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cursor {
+    Seq(u64),
+    /// (timestamp, replica, seq) of the last row looked at.
+    After(String, String, i64),
+}
+
+impl std::fmt::Display for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cursor::Seq(s) => write!(f, "{s}"),
+            Cursor::After(t, r, s) => write!(f, "{t}~{r}~{s}"),
+        }
     }
 }
 
 /// The request's filters, checked: 400 naming the parameter on anything malformed.
-fn parse(r: LogsRequest) -> Result<(Filter, u64, usize, Format), ApiError> {
+fn parse(
+    r: LogsRequest,
+    shared: bool,
+) -> Result<(Filter, Option<Cursor>, usize, Format), ApiError> {
     let time = |param: &str, v: Option<String>| -> Result<Option<String>, ApiError> {
         v.map(|t| {
             parse_iso8601(&t).map(format_utc).ok_or_else(|| {
@@ -179,14 +235,31 @@ fn parse(r: LogsRequest) -> Result<(Filter, u64, usize, Format), ApiError> {
             ));
         }
     };
-    let from_seq = match r.cursor {
-        None => 1,
-        Some(c) => c.parse::<u64>().ok().filter(|s| *s >= 1).ok_or_else(|| {
-            ApiError::invalid(
-                "cursor",
-                "`cursor` must be a `next_cursor` from an earlier page.",
-            )
-        })?,
+    let bad_cursor = || {
+        ApiError::invalid(
+            "cursor",
+            "`cursor` must be a `next_cursor` from an earlier page.",
+        )
+    };
+    let cursor = match r.cursor {
+        None => None,
+        Some(c) if shared => {
+            let mut parts = c.splitn(3, '~');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(t), Some(rep), Some(seq)) => Some(Cursor::After(
+                    t.to_owned(),
+                    rep.to_owned(),
+                    seq.parse().map_err(|_| bad_cursor())?,
+                )),
+                _ => return Err(bad_cursor()),
+            }
+        }
+        Some(c) => Some(Cursor::Seq(
+            c.parse::<u64>()
+                .ok()
+                .filter(|s| *s >= 1)
+                .ok_or_else(bad_cursor)?,
+        )),
     };
     let filter = Filter {
         from: time("from", r.from)?,
@@ -198,34 +271,140 @@ fn parse(r: LogsRequest) -> Result<(Filter, u64, usize, Format), ApiError> {
         action: r.action,
         request_id: r.request_id,
     };
-    Ok((filter, from_seq, limit, format))
+    Ok((filter, cursor, limit, format))
+}
+
+enum Source {
+    Local {
+        dir: PathBuf,
+        sovereign_id: String,
+        /// The query named another replica: nothing here.
+        other: bool,
+    },
+    Shared {
+        store: Arc<dyn crate::store::Store>,
+        replica: Option<String>,
+    },
 }
 
 #[derive(Clone)]
 struct Reader {
-    dir: PathBuf,
-    sovereign_id: String,
+    source: Arc<Source>,
     filter: Arc<Filter>,
 }
 
+/// A page: each entry with the replica whose chain it is in, and where to continue.
+struct Page {
+    entries: Vec<(String, Record)>,
+    next: Option<Cursor>,
+}
+
+/// Rows read from the shared index at once.
+const SHARED_CHUNK: u32 = 500;
+
 impl Reader {
-    async fn page(&self, from_seq: u64, limit: usize, budget: u64) -> Result<Page, ApiError> {
-        let r = self.clone();
-        tokio::task::spawn_blocking(move || {
-            query(&r.dir, &r.sovereign_id, &r.filter, from_seq, limit, budget)
-        })
-        .await
-        .map_err(ApiError::journal_unreadable)?
-        .map_err(|e: JournalError| ApiError::journal_unreadable(e))
+    async fn page(
+        &self,
+        cursor: Option<Cursor>,
+        limit: usize,
+        budget: u64,
+    ) -> Result<Page, ApiError> {
+        match &*self.source {
+            Source::Local { other: true, .. } => Ok(Page {
+                entries: Vec::new(),
+                next: None,
+            }),
+            Source::Local {
+                dir, sovereign_id, ..
+            } => {
+                let (dir, id, filter) = (dir.clone(), sovereign_id.clone(), self.filter.clone());
+                let from_seq = match cursor {
+                    Some(Cursor::Seq(s)) => s,
+                    _ => 1,
+                };
+                let page = tokio::task::spawn_blocking(move || {
+                    query(&dir, &id, &filter, from_seq, limit, budget)
+                })
+                .await
+                .map_err(ApiError::journal_unreadable)?
+                .map_err(|e: JournalError| ApiError::journal_unreadable(e))?;
+                let replica = sovereign_id.clone();
+                Ok(Page {
+                    entries: page
+                        .entries
+                        .into_iter()
+                        .map(|r| (replica.clone(), r))
+                        .collect(),
+                    next: page.next_seq.map(Cursor::Seq),
+                })
+            }
+            Source::Shared { store, replica } => {
+                self.shared_page(store.as_ref(), replica.clone(), cursor, limit, budget)
+                    .await
+            }
+        }
+    }
+
+    /// Rows of the shared index narrowed by team, replica and time in SQL, the rest of the
+    /// filter applied to each line; at most `budget` rows looked at.
+    async fn shared_page(
+        &self,
+        store: &dyn crate::store::Store,
+        replica: Option<String>,
+        cursor: Option<Cursor>,
+        limit: usize,
+        budget: u64,
+    ) -> Result<Page, ApiError> {
+        let mut after = match cursor {
+            Some(Cursor::After(t, r, s)) => Some((t, r, s)),
+            _ => None,
+        };
+        let mut entries = Vec::new();
+        let mut scanned = 0u64;
+        loop {
+            let rows = store
+                .journal_rows(JournalScan {
+                    after: after.clone(),
+                    team_id: self.filter.team_id.clone(),
+                    replica: replica.clone(),
+                    from: self.filter.from.clone(),
+                    to: self.filter.to.clone(),
+                    limit: SHARED_CHUNK,
+                })
+                .await
+                .map_err(ApiError::journal_unreadable)?;
+            let full = rows.len() == SHARED_CHUNK as usize;
+            for row in rows {
+                scanned += 1;
+                after = Some((row.timestamp, row.replica.clone(), row.seq));
+                let Ok(record) = Record::parse(row.line.as_bytes()) else {
+                    continue; // damage is verify's to report
+                };
+                if self.filter.matches(&record) {
+                    entries.push((row.replica, record));
+                }
+                if entries.len() >= limit || scanned >= budget {
+                    let next = after.map(|(t, r, s)| Cursor::After(t, r, s));
+                    return Ok(Page { entries, next });
+                }
+            }
+            if !full {
+                return Ok(Page {
+                    entries,
+                    next: None,
+                });
+            }
+        }
     }
 }
 
 /// A `jsonl` or `csv` body produced a chunk at a time as the client reads it (bounded memory
 /// whatever the export's size). A read error mid-way ends the body early (the client sees a
 /// truncated transfer, never a silently short one: the connection is reset).
-fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Response {
+fn export(reader: Reader, cursor: Option<Cursor>, limit: usize, format: Format) -> Response {
     let head = (format == Format::Csv).then(|| Bytes::from_static(CSV_HEADER.as_bytes()));
-    let state = (reader, Some(from_seq), limit);
+    // `Some(cursor)`: more to read from there (`None` inside: from the start).
+    let state = (reader, Some(cursor), limit);
     let rows = futures_util::stream::unfold(state, move |(reader, next, left)| async move {
         let from = next?;
         if left == 0 {
@@ -235,9 +414,10 @@ fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Respon
         match reader.page(from, chunk, SCAN_BUDGET).await {
             Ok(page) => {
                 let mut out = Vec::with_capacity(page.entries.len() * 600);
-                for r in &page.entries {
+                for (replica, r) in &page.entries {
                     match format {
-                        Format::Csv => csv_row(&mut out, r),
+                        Format::Csv => csv_row(&mut out, r, replica),
+                        // The line as the chain holds it (verifiable as is).
                         _ => {
                             let _ = serde_json::to_writer(&mut out, r);
                             out.push(b'\n');
@@ -247,7 +427,7 @@ fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Respon
                 let left = left - page.entries.len();
                 Some((
                     Ok::<_, std::io::Error>(Bytes::from(out)),
-                    (reader, page.next_seq, left),
+                    (reader, page.next.map(Some), left),
                 ))
             }
             Err(e) => Some((Err(std::io::Error::other(e.message)), (reader, None, 0))),
@@ -265,14 +445,15 @@ fn export(reader: Reader, from_seq: u64, limit: usize, format: Format) -> Respon
         .into_response()
 }
 
-const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash,auth,cert_sha256\r\n";
+const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash,auth,cert_sha256,replica\r\n";
 
 /// One RFC 4180 row (fields quoted when they hold `,`, `"`, CR or LF; null is empty).
-fn csv_row(out: &mut Vec<u8>, r: &Record) {
+fn csv_row(out: &mut Vec<u8>, r: &Record, replica: &str) {
     let e = &r.entry;
     let num = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-    // `auth` and `cert_sha256` (issue 16) come last, so older readers' columns keep their place.
-    let fields: [&str; 19] = [
+    // `auth` and `cert_sha256` (issue 16), then `replica` (issue 17) come last, so older
+    // readers' columns keep their place.
+    let fields: [&str; 20] = [
         &e.seq.to_string(),
         &e.timestamp,
         &e.request_id,
@@ -292,6 +473,7 @@ fn csv_row(out: &mut Vec<u8>, r: &Record) {
         &r.journal_hash,
         e.auth.as_deref().unwrap_or(""),
         e.cert_sha256.as_deref().unwrap_or(""),
+        replica,
     ];
     for (i, f) in fields.iter().enumerate() {
         if i > 0 {
@@ -319,17 +501,28 @@ mod tests {
 
     #[test]
     fn filters_are_parsed_and_times_normalised() {
-        let (f, from_seq, limit, format) = parse(request(json!({
-            "from": "2026-11-23T00:30:00+03:00", "to": "2026-11-23", "status": "rejected",
-            "cursor": "42", "format": "csv", "model": "m"
-        })))
+        let (f, cursor, limit, format) = parse(
+            request(json!({
+                "from": "2026-11-23T00:30:00+03:00", "to": "2026-11-23", "status": "rejected",
+                "cursor": "42", "format": "csv", "model": "m"
+            })),
+            false,
+        )
         .unwrap();
         assert_eq!(f.from.as_deref(), Some("2026-11-22T21:30:00.000Z"));
         assert_eq!(f.to.as_deref(), Some("2026-11-23T00:00:00.000Z"));
         assert_eq!(f.status, Some(Status::Rejected));
-        assert_eq!((from_seq, limit, format), (42, MAX_EXPORT, Format::Csv));
-        let (_, from_seq, limit, format) = parse(request(json!({}))).unwrap();
-        assert_eq!((from_seq, limit, format), (1, DEFAULT_PAGE, Format::Json));
+        assert_eq!(
+            (cursor, limit, format),
+            (Some(Cursor::Seq(42)), MAX_EXPORT, Format::Csv)
+        );
+        let (_, cursor, limit, format) = parse(request(json!({})), false).unwrap();
+        assert_eq!((cursor, limit, format), (None, DEFAULT_PAGE, Format::Json));
+        // Replicas: a position in the shared index, printed and parsed back.
+        let at = Cursor::After("2026-11-23T00:00:00.000Z".into(), "gw-a".into(), 7);
+        let (_, cursor, ..) = parse(request(json!({"cursor": at.to_string()})), true).unwrap();
+        assert_eq!(cursor, Some(at));
+        assert!(parse(request(json!({"cursor": "42"})), true).is_err());
     }
 
     #[test]
@@ -342,11 +535,11 @@ mod tests {
             (json!({"cursor": "0"}), "cursor"),
             (json!({"format": "xml"}), "format"),
         ] {
-            let e = parse(request(body.clone())).err().unwrap();
+            let e = parse(request(body.clone()), false).err().unwrap();
             assert_eq!(e.status, StatusCode::BAD_REQUEST, "{body}");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
-        assert!(parse(request(json!({"format": "jsonl", "limit": 5000}))).is_ok());
+        assert!(parse(request(json!({"format": "jsonl", "limit": 5000})), false).is_ok());
     }
 
     #[test]
@@ -354,11 +547,11 @@ mod tests {
         let line = br#"{"action":"chat.completions","actor_id":"a, \"b\"\nc","completion_tokens":null,"journal_hash":"sha256:j","key_id":"k","latency_us":7,"model":null,"prev_hash":"sha256:p","prompt_hash":null,"prompt_tokens":3,"request_id":"req-1","residency_boundary":"eu","routing_policy":null,"seq":1,"status":"success","team_id":"t","timestamp":"2026-11-22T21:31:47.123Z"}"#;
         let record = Record::parse(line).unwrap();
         let mut out = Vec::new();
-        csv_row(&mut out, &record);
+        csv_row(&mut out, &record, "gw-1");
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j,,\r\n"
+            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j,,,gw-1\r\n"
         );
-        assert_eq!(CSV_HEADER.split(',').count(), 19);
+        assert_eq!(CSV_HEADER.split(',').count(), 20);
     }
 }

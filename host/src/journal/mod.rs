@@ -11,6 +11,7 @@ pub mod query;
 mod recover;
 pub mod retention;
 mod segment;
+mod tail;
 mod verify;
 mod writer;
 
@@ -25,6 +26,7 @@ pub use entry::{
 };
 pub use retention::Retention;
 pub use segment::{anchor_file_name, checkpoint_file_name, segment_file_name};
+pub use tail::{Line, Tail};
 pub use verify::{ChainReport, Problem, TornTail, VerifyReport, verify_dir};
 pub use writer::{Ack, Journal, OpenReport};
 

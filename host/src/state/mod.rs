@@ -2,6 +2,7 @@
 //! start (`start.rs` holds the start-up steps: data-directory lock, journal, guardrail) and shut
 //! down after the last request. It knows no HTTP route; the pipeline and the endpoints read it.
 
+mod journal_index;
 mod replicas;
 mod start;
 
@@ -54,6 +55,8 @@ pub struct Inner {
     pub journal: Option<Journal>,
     /// The retention task, stopped at shutdown.
     pub retention: Option<tokio::task::JoinHandle<()>>,
+    /// Replicas: how far this replica's journal was copied into the shared store.
+    journal_index: journal_index::Indexer,
     pub sovereign_id: HeaderValue,
     /// Unix time the gateway started (the `created` of listed models).
     pub started_unix: u64,
@@ -200,10 +203,11 @@ impl AppState {
         let (journal, retention) = match &config.journal {
             Some(settings) => {
                 let journal = open_journal(&settings.open).await?;
-                let task = settings
-                    .retention
-                    .prunes()
-                    .then(|| retention_task(settings.clone()));
+                let task = settings.retention.prunes().then(|| {
+                    let index = matches!(config.store, crate::config::StoreConfig::Postgres(_))
+                        .then(|| store.clone());
+                    retention_task(settings.clone(), index)
+                });
                 (Some(journal), task)
             }
             None => (None, None),
@@ -230,6 +234,7 @@ impl AppState {
             webhooks,
             journal,
             retention,
+            journal_index: journal_index::Indexer::new(),
             sovereign_id,
             started_unix,
             bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),

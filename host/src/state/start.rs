@@ -48,8 +48,11 @@ pub(super) async fn open_journal(cfg: &crate::journal::JournalConfig) -> anyhow:
 }
 
 /// Runs a retention pass at start and then every `interval`, on the blocking pool.
+/// Retention passes on the chain; with replicas (`index` given), the shared index drops what a
+/// pass pruned.
 pub(super) fn retention_task(
     settings: crate::config::JournalSettings,
+    index: Option<std::sync::Arc<dyn crate::store::Store>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(settings.retention.interval);
@@ -61,7 +64,15 @@ pub(super) fn retention_task(
             })
             .await;
             match pass {
-                Ok(Ok(_)) => {}
+                Ok(Ok(report)) => {
+                    if let (Some(store), true) = (&index, report.anchor_seq > 0) {
+                        let replica = settings.open.sovereign_id.clone();
+                        let through = i64::try_from(report.anchor_seq).unwrap_or(i64::MAX);
+                        if let Err(e) = store.prune_journal_index(replica, through).await {
+                            tracing::warn!(error = %e, "pruning the shared journal index failed");
+                        }
+                    }
+                }
                 Ok(Err(e)) => tracing::error!(error = %e, "journal retention pass failed"),
                 Err(e) => tracing::error!(error = %e, "journal retention task failed"),
             }

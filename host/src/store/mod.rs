@@ -11,6 +11,7 @@ pub mod cert_identities;
 pub mod clock;
 pub mod documents;
 pub mod group_commit;
+pub mod journal_index;
 pub mod policies;
 pub mod postgres;
 pub mod responses;
@@ -24,6 +25,7 @@ use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook,
 
 pub use cert_identities::{CertIdentity, CertSource, NewCertIdentity};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
+pub use journal_index::{JournalRow, JournalScan};
 pub use policies::{PolicyKind, StoredPolicy};
 pub use types::{
     BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
@@ -207,6 +209,46 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'_, StoreResult<(Vec<StoredPolicy>, Option<String>)>> {
         let _ = kind;
         Box::pin(async { Ok((Vec::new(), None)) })
+    }
+
+    // The journal's index for replicas (`journal_index.rs`); SQLite keeps none.
+    /// Adds rows (a row already there is left as it is).
+    fn index_journal(&self, rows: Vec<JournalRow>) -> BoxFuture<'_, StoreResult<()>> {
+        let _ = rows;
+        Box::pin(async { Ok(()) })
+    }
+    /// The highest seq of `replica`'s chain indexed so far (0: none).
+    fn journal_indexed_to(&self, replica: String) -> BoxFuture<'_, StoreResult<i64>> {
+        let _ = replica;
+        Box::pin(async { Ok(0) })
+    }
+    /// A page of indexed rows in (timestamp, replica, seq) order.
+    fn journal_rows(&self, scan: JournalScan) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
+        let _ = scan;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// `replica`'s indexed rows in seq order after `after_seq`, at most `limit` (verification).
+    fn journal_chain(
+        &self,
+        replica: String,
+        after_seq: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
+        let _ = (replica, after_seq, limit);
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// Every replica with an indexed chain.
+    fn journal_replicas(&self) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    /// After retention pruned `replica`'s chain up to `through_seq`: the index follows.
+    fn prune_journal_index(
+        &self,
+        replica: String,
+        through_seq: i64,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        let _ = (replica, through_seq);
+        Box::pin(async { Ok(0) })
     }
 
     // Certificate identities (mutual TLS).

@@ -227,6 +227,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         id   TEXT COLLATE "C" NOT NULL REFERENCES policy_versions(id)
     );
     "#,
+    // 4: the index of every replica's journal chain (`Store::index_journal`): one row per entry,
+    // the line as written, for activity-log queries and verification across replicas.
+    r#"
+    CREATE TABLE journal_entries (
+        replica   TEXT COLLATE "C" NOT NULL,
+        seq       BIGINT NOT NULL,
+        timestamp TEXT COLLATE "C" NOT NULL,           -- ISO 8601 UTC, fixed width: orders as text
+        team_id   TEXT COLLATE "C" NOT NULL,
+        line      TEXT NOT NULL,
+        PRIMARY KEY (replica, seq)
+    );
+    CREATE INDEX journal_entries_by_time ON journal_entries(timestamp, replica, seq);
+    CREATE INDEX journal_entries_by_team ON journal_entries(team_id, timestamp, replica, seq);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -15,6 +15,7 @@
 mod budgets;
 mod cert_identities;
 mod documents;
+mod journal_index;
 mod keys;
 pub(crate) mod migrations;
 mod policies;
@@ -42,10 +43,10 @@ use super::documents::{
 };
 use super::webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
 use super::{
-    BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
-    NewCertIdentity, NewKey, NewTeam, PolicyKind, ReservationId, ReserveOutcome, Store, StoreError,
-    StoreResult, StoredPolicy, Team, TeamId, TeamPatch, UnixMillis, UsageFilter, UsageRecord,
-    UsageRow, responses::StoredResponse,
+    BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, JournalRow, JournalScan, KeyId,
+    KeyInfo, Micros, NewCertIdentity, NewKey, NewTeam, PolicyKind, ReservationId, ReserveOutcome,
+    Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, UnixMillis, UsageFilter,
+    UsageRecord, UsageRow, responses::StoredResponse,
 };
 
 /// How long opening one connection may take (unless the URL sets `connect_timeout`).
@@ -454,6 +455,41 @@ impl Store for PgStore {
             tx.commit().await?;
             Ok(())
         })
+    }
+
+    fn index_journal(&self, rows: Vec<JournalRow>) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| async move { journal_index::add(&c, &rows).await })
+    }
+
+    fn journal_indexed_to(&self, replica: String) -> BoxFuture<'_, StoreResult<i64>> {
+        self.run(move |c, _| async move { journal_index::head(&c, &replica).await })
+    }
+
+    fn journal_rows(&self, scan: JournalScan) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
+        self.run(move |c, _| async move { journal_index::page(&c, &scan).await })
+    }
+
+    fn journal_chain(
+        &self,
+        replica: String,
+        after_seq: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
+        self.run(
+            move |c, _| async move { journal_index::chain(&c, &replica, after_seq, limit).await },
+        )
+    }
+
+    fn journal_replicas(&self) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        self.run(move |c, _| async move { journal_index::replicas(&c).await })
+    }
+
+    fn prune_journal_index(
+        &self,
+        replica: String,
+        through_seq: i64,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| async move { journal_index::prune(&c, &replica, through_seq).await })
     }
 
     fn activate_policy(&self, kind: PolicyKind, id: String) -> BoxFuture<'_, StoreResult<bool>> {

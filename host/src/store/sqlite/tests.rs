@@ -235,4 +235,3 @@ fn key_state_follows_revocation_expiry_and_grace() {
     assert_eq!(state(&k(None, None, Some(10)), 10), KeyState::Expired);
     assert_eq!(state(&k(Some(1), Some(5), Some(5)), 10), KeyState::Revoked);
 }
-

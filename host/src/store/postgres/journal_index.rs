@@ -1,0 +1,118 @@
+//! The journal index: `journal_entries`, every replica's chain entry by entry.
+
+use deadpool_postgres::GenericClient;
+
+use super::{execute, query, query_one};
+use crate::store::{JournalRow, JournalScan, StoreError, StoreResult};
+
+pub(super) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let replicas: Vec<&str> = rows.iter().map(|r| r.replica.as_str()).collect();
+    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+    let times: Vec<&str> = rows.iter().map(|r| r.timestamp.as_str()).collect();
+    let teams: Vec<&str> = rows.iter().map(|r| r.team_id.as_str()).collect();
+    let lines: Vec<&str> = rows.iter().map(|r| r.line.as_str()).collect();
+    execute(
+        tx,
+        "INSERT INTO journal_entries (replica, seq, timestamp, team_id, line)
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+         ON CONFLICT (replica, seq) DO NOTHING",
+        &[&replicas, &seqs, &times, &teams, &lines],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<i64> {
+    let row = query_one(
+        c,
+        "SELECT COALESCE(MAX(seq), 0) FROM journal_entries WHERE replica = $1",
+        &[&replica],
+    )
+    .await?;
+    Ok(row.try_get(0)?)
+}
+
+pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResult<Vec<JournalRow>> {
+    let (after_ts, after_replica, after_seq) = s
+        .after
+        .clone()
+        .map_or((None, None, None), |(t, r, q)| (Some(t), Some(r), Some(q)));
+    let limit = i64::from(s.limit.max(1));
+    let rows = query(
+        c,
+        "SELECT replica, seq, timestamp, team_id, line FROM journal_entries
+         WHERE ($1::text IS NULL OR (timestamp, replica, seq) > ($1, $2, $3))
+           AND ($4::text IS NULL OR team_id = $4)
+           AND ($5::text IS NULL OR replica = $5)
+           AND ($6::text IS NULL OR timestamp >= $6)
+           AND ($7::text IS NULL OR timestamp < $7)
+         ORDER BY timestamp, replica, seq
+         LIMIT $8",
+        &[
+            &after_ts,
+            &after_replica,
+            &after_seq,
+            &s.team_id,
+            &s.replica,
+            &s.from,
+            &s.to,
+            &limit,
+        ],
+    )
+    .await?;
+    rows.iter().map(row).collect()
+}
+
+pub(super) async fn chain<C: GenericClient>(
+    c: &C,
+    replica: &str,
+    after_seq: i64,
+    limit: u32,
+) -> StoreResult<Vec<JournalRow>> {
+    let rows = query(
+        c,
+        "SELECT replica, seq, timestamp, team_id, line FROM journal_entries
+         WHERE replica = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        &[&replica, &after_seq, &i64::from(limit.max(1))],
+    )
+    .await?;
+    rows.iter().map(row).collect()
+}
+
+pub(super) async fn replicas<C: GenericClient>(c: &C) -> StoreResult<Vec<String>> {
+    let rows = query(
+        c,
+        "SELECT DISTINCT replica FROM journal_entries ORDER BY replica",
+        &[],
+    )
+    .await?;
+    rows.iter()
+        .map(|r| r.try_get(0).map_err(StoreError::from))
+        .collect()
+}
+
+fn row(r: &tokio_postgres::Row) -> StoreResult<JournalRow> {
+    Ok(JournalRow {
+        replica: r.try_get(0)?,
+        seq: r.try_get(1)?,
+        timestamp: r.try_get(2)?,
+        team_id: r.try_get(3)?,
+        line: r.try_get(4)?,
+    })
+}
+
+pub(super) async fn prune<C: GenericClient>(
+    c: &C,
+    replica: &str,
+    through: i64,
+) -> StoreResult<u64> {
+    execute(
+        c,
+        "DELETE FROM journal_entries WHERE replica = $1 AND seq <= $2",
+        &[&replica, &through],
+    )
+    .await
+}
