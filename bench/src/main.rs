@@ -5,9 +5,11 @@
 //! both side by side with the difference: a human table, then one JSON line for scripts.
 //! `--journal-compare` instead measures the activity journal (`journal.rs`); `--tls-compare`
 //! HTTPS against plain HTTP and new TLS handshakes per second (`tls.rs`); `--responses-compare`
-//! the Responses API against chat completions and continuation latency (`responses.rs`).
+//! the Responses API against chat completions and continuation latency (`responses.rs`);
+//! `--backends-compare` PostgreSQL + Redis against SQLite, and two replicas at once (`backends.rs`).
 //! See bench/README.md.
 
+mod backends;
 mod journal;
 mod load;
 mod responses;
@@ -110,6 +112,11 @@ struct Args {
     /// one gateway (closed loop), then the latency of a continuation sent at once.
     #[arg(long)]
     responses_compare: bool,
+    /// Measure the scale-out back end instead: a replica on PostgreSQL + Redis against the
+    /// embedded gateway (SQLite, in-process limits), then two replicas at once. Needs
+    /// `SOVEREIGN_STORE_URL` and `SOVEREIGN_REDIS_URL` (`scripts/services start DIR`).
+    #[arg(long)]
+    backends_compare: bool,
     /// RUST_LOG for both servers (their logs go to files in a temporary directory).
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -208,9 +215,11 @@ fn real_main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if args.tls_compare || args.responses_compare {
+    if args.tls_compare || args.responses_compare || args.backends_compare {
         let summary = if args.tls_compare {
             tls::compare(&args, sim, &secret, &hash, &dir)
+        } else if args.backends_compare {
+            backends::compare(&args, sim, &secret, &hash, &dir)
         } else {
             responses::compare(&args, sim, &secret, &hash, &dir)
         }

@@ -35,6 +35,10 @@ impl Server {
         let mut child = Command::new(bin)
             .args(args)
             .env("RUST_LOG", rust_log)
+            // Back ends come from each config file alone, not from the bench's environment.
+            .env_remove("SOVEREIGN_STORE_URL")
+            .env_remove("SOVEREIGN_REDIS_URL")
+            .env_remove("SOVEREIGN_SHARED_NAMESPACE")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -168,6 +168,16 @@ impl Principal {
     }
 }
 
+/// A shared GCRA decision in the terms of the `X-RateLimit-*` headers.
+fn rate_status(rate: RateLimit, d: crate::shared::Decision) -> RateStatus {
+    RateStatus {
+        limit: rate.per_minute.get(),
+        remaining: d.remaining,
+        reset_after: d.reset_after,
+        retry_after: d.retry_after,
+    }
+}
+
 /// Why an authenticated request is not admitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -278,12 +288,7 @@ impl Access {
             .gcra(scope, rate.per_minute.get(), rate.burst.get())
             .await
         {
-            Ok(d) => Ok(RateStatus {
-                limit: rate.per_minute.get(),
-                remaining: d.remaining,
-                reset_after: d.reset_after,
-                retry_after: d.retry_after,
-            }),
+            Ok(d) => Ok(rate_status(rate, d)),
             Err(e) => {
                 Metrics::inc(&self.metrics.shared_failures_total);
                 match self.shared.on_failure() {
@@ -428,46 +433,61 @@ impl Access {
         if !address_allowed(ip, &p.allowlist) {
             return (None, Err(Refusal::Address(ip)));
         }
-        let rate = match (&key.limiter, p.rate) {
-            (Some(l), Some(r)) => {
-                let local = || limits::check_key(l, r, &self.limit_clock);
-                match self
-                    .shared_rate(&format!("key:{}", p.key_id), r, local)
-                    .await
-                {
-                    Ok(s) => Some(s),
-                    Err(refusal) => return (None, Err(refusal)),
+        let now = self.clock.now_ms();
+        let (key_cap, team_cap) = (p.key_tokens_per_day, p.team_tokens_per_day);
+        let limited = match (&key.limiter, p.rate) {
+            (Some(l), Some(r)) => Some((l, r)),
+            _ => None,
+        };
+        let caps = key_cap.is_some() || team_cap.is_some();
+        // Replicas: the rate decision and the day's token counts, in one round trip.
+        let shared = match &self.shared {
+            Shared::Redis(redis) if limited.is_some() || caps => {
+                let rate = limited.map(|(_, r)| {
+                    (
+                        format!("key:{}", p.key_id),
+                        r.per_minute.get(),
+                        r.burst.get(),
+                    )
+                });
+                let scopes = [format!("key:{}", p.key_id), format!("team:{}", p.team_id)];
+                let tokens = caps.then(|| (scopes, quota::day_of(now)));
+                match redis.admit(rate, tokens).await {
+                    Ok(answer) => Some(answer),
+                    Err(e) => {
+                        Metrics::inc(&self.metrics.shared_failures_total);
+                        if self.shared.on_failure() == OnFailure::Closed {
+                            tracing::warn!(error = %e, "shared limits unavailable: refusing (on_failure = closed)");
+                            return (None, Err(Refusal::Unavailable(e.to_string())));
+                        }
+                        Metrics::inc(&self.metrics.shared_fail_open_total);
+                        tracing::warn!(error = %e, "shared limits unavailable: this replica's own limits apply");
+                        None
+                    }
                 }
             }
             _ => None,
+        };
+        let (rate, used) = match shared {
+            Some((decision, used)) => (
+                limited.zip(decision).map(|((_, r), d)| rate_status(r, d)),
+                used,
+            ),
+            None => (
+                limited.map(|(l, r)| limits::check_key(l, r, &self.limit_clock)),
+                None,
+            ),
         };
         if let Some(s) = rate
             && !s.allowed()
         {
             return (rate, Err(Refusal::Rate(s)));
         }
-        let now = self.clock.now_ms();
-        let (key_cap, team_cap) = (p.key_tokens_per_day, p.team_tokens_per_day);
-        let tokens = match self.quota.is_shared() {
-            false => self
+        let tokens = match used {
+            Some(used) => quota::judge_day(&p.key_id, key_cap, &p.team_id, team_cap, used, now),
+            None => self
                 .quota
                 .check(&p.key_id, key_cap, &p.team_id, team_cap, now),
-            true => match self
-                .quota
-                .check_shared(&p.key_id, key_cap, &p.team_id, team_cap, now)
-                .await
-            {
-                Ok(verdict) => verdict,
-                Err(e) => {
-                    Metrics::inc(&self.metrics.shared_failures_total);
-                    if self.shared.on_failure() == OnFailure::Closed {
-                        return (rate, Err(Refusal::Unavailable(e.to_string())));
-                    }
-                    Metrics::inc(&self.metrics.shared_fail_open_total);
-                    self.quota
-                        .check(&p.key_id, key_cap, &p.team_id, team_cap, now)
-                }
-            },
         };
         (rate, tokens.map_err(Refusal::Tokens))
     }

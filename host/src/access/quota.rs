@@ -113,35 +113,6 @@ impl TokenQuota {
         judge([(key, key_cap), (team, team_cap)], used, d.day)
     }
 
-    /// [`TokenQuota::check`] on every replica's counters (Redis); `Err` when Redis failed.
-    pub async fn check_shared(
-        &self,
-        key: &str,
-        key_cap: Option<u64>,
-        team: &str,
-        team_cap: Option<u64>,
-        now: UnixMillis,
-    ) -> Result<Result<(), QuotaExceeded>, SharedError> {
-        let Some(redis) = &self.shared else {
-            return Ok(self.check(key, key_cap, team, team_cap, now));
-        };
-        if key_cap.is_none() && team_cap.is_none() {
-            return Ok(Ok(()));
-        }
-        let day = now.div_euclid(DAY_MS);
-        let (k, t) = (format!("key:{key}"), format!("team:{team}"));
-        let used = redis.tokens_used(&[&k, &t], day).await?;
-        let used = [
-            used.first().copied().unwrap_or(0),
-            used.get(1).copied().unwrap_or(0),
-        ];
-        Ok(judge([(key, key_cap), (team, team_cap)], used, day))
-    }
-
-    pub fn is_shared(&self) -> bool {
-        self.shared.is_some()
-    }
-
     /// Counts tokens per day in Redis from now on, its counters started from this replica's
     /// view of the day (unless another replica started them first).
     pub async fn share(mut self, shared: &Shared) -> Result<TokenQuota, SharedError> {
@@ -172,11 +143,7 @@ impl TokenQuota {
 
     /// Counts a completed request's tokens against its key and team.
     pub fn add(&self, key: &KeyId, team: &TeamId, tokens: u64, now: UnixMillis) {
-        {
-            let mut d = self.day(now);
-            add_to(&mut d.keys, &key.0, tokens);
-            add_to(&mut d.teams, &team.0, tokens);
-        }
+        self.add_here(key, team, tokens, now);
         if let Some(redis) = self.shared.clone() {
             let day = now.div_euclid(DAY_MS);
             let (k, t) = (format!("key:{}", key.0), format!("team:{}", team.0));
@@ -186,6 +153,14 @@ impl TokenQuota {
                 }
             });
         }
+    }
+
+    /// This process's counters only (the shared ones were counted elsewhere: the budget's settle
+    /// script counts them with the money).
+    pub fn add_here(&self, key: &KeyId, team: &TeamId, tokens: u64, now: UnixMillis) {
+        let mut d = self.day(now);
+        add_to(&mut d.keys, &key.0, tokens);
+        add_to(&mut d.teams, &team.0, tokens);
     }
 
     pub fn used(&self, scope: &QuotaScope, now: UnixMillis) -> u64 {
@@ -206,6 +181,24 @@ impl TokenQuota {
         }
         d
     }
+}
+
+/// [`TokenQuota::check`] against counts read elsewhere (every replica's, from Redis): `used` is
+/// the key's and the team's tokens today.
+pub fn judge_day(
+    key: &str,
+    key_cap: Option<u64>,
+    team: &str,
+    team_cap: Option<u64>,
+    used: [u64; 2],
+    now: UnixMillis,
+) -> Result<(), QuotaExceeded> {
+    judge([(key, key_cap), (team, team_cap)], used, day_of(now))
+}
+
+/// Days since the Unix epoch (UTC) of a time: the counters' day.
+pub fn day_of(at: UnixMillis) -> i64 {
+    at.div_euclid(DAY_MS)
 }
 
 /// The first cap reached (the key's, then the team's), given each one's use today.

@@ -340,15 +340,24 @@ impl Budgets {
         tokens_out: u64,
     ) -> (UsageRecord, Option<tokio::task::JoinHandle<()>>) {
         let actual = cost(&r.to.model, tokens_in, tokens_out);
+        let at = self.clock.now_ms();
+        let tokens = tokens_in + tokens_out;
         let mut task = None;
         match (&self.shared, r.shared) {
             (Some(redis), true) => {
+                // The day's token counters move in the same script as the money.
+                self.quota.add_here(&r.to.key_id, &r.to.team_id, tokens, at);
+                let day = crate::access::quota::day_of(at);
                 let (redis, budgets) = (redis.clone(), r.budgets.clone());
                 let (to, scopes, amount) = (r.to.clone(), r.scopes.clone(), r.amount);
                 task = Some(tokio::spawn(async move {
                     let names = scopes.each_ref().map(scope_name);
                     let thresholds = &budgets.config.thresholds;
-                    match redis.settle(&names, amount, actual, thresholds).await {
+                    let counted = (tokens, day);
+                    match redis
+                        .settle(&names, amount, actual, counted, thresholds)
+                        .await
+                    {
                         Ok(settled) => {
                             for (scope, s) in scopes.iter().zip(settled) {
                                 for (i, pct) in thresholds.iter().enumerate() {
@@ -366,11 +375,11 @@ impl Budgets {
                     }
                 }));
             }
-            _ => self.settle_local(r, actual),
+            _ => {
+                self.settle_local(r, actual);
+                self.quota.add(&r.to.key_id, &r.to.team_id, tokens, at);
+            }
         }
-        let at = self.clock.now_ms();
-        self.quota
-            .add(&r.to.key_id, &r.to.team_id, tokens_in + tokens_out, at);
         let record = UsageRecord {
             at,
             team_id: r.to.team_id.clone(),

@@ -44,21 +44,28 @@ local function reached(k, first)
 end
 ";
 
-/// KEYS: the scopes; ARGV: reserved amount, actual spend, thresholds…. Per scope {spent, limit
-/// (-1: none), newly reached bits}; a scope not loaded (Redis lost it) is {-1, -1, 0}: its
-/// durable charge still reaches the store, and the next load starts from there.
+/// KEYS: the two budget scopes, then the two token counters of the day; ARGV: reserved amount,
+/// actual spend, tokens, the counters' expiry (s), thresholds…. Per scope {spent, limit (-1:
+/// none), newly reached bits}; a scope not loaded (Redis lost it) is {-1, -1, 0}: its durable
+/// charge still reaches the store, and the next load starts from there. One round trip settles
+/// the money and counts the tokens.
 const SETTLE: &str = r"
 local reserved, actual = tonumber(ARGV[1]), tonumber(ARGV[2])
 local out = {}
-for i, k in ipairs(KEYS) do
+for i = 1, 2 do
+  local k = KEYS[i]
   if redis.call('EXISTS', k) == 1 then
     if redis.call('HINCRBY', k, 'reserved', -reserved) < 0 then redis.call('HSET', k, 'reserved', 0) end
     local spent = redis.call('HINCRBY', k, 'spent', actual)
-    local newly = reached(k, 3)
+    local newly = reached(k, 5)
     out[i] = {spent, tonumber(redis.call('HGET', k, 'limit') or '-1'), newly}
   else
     out[i] = {-1, -1, 0}
   end
+end
+for i = 3, 4 do
+  redis.call('INCRBY', KEYS[i], ARGV[3])
+  redis.call('EXPIRE', KEYS[i], ARGV[4])
 end
 return out
 ";
@@ -167,7 +174,7 @@ impl RedisShared {
         format!("{}:budget:{scope}", self.namespace())
     }
 
-    fn tokens_key(&self, scope: &str, day: i64) -> String {
+    pub(super) fn tokens_key(&self, scope: &str, day: i64) -> String {
         format!("{}:tokens:{scope}:{day}", self.namespace())
     }
 
@@ -210,19 +217,24 @@ impl RedisShared {
         Ok(())
     }
 
-    /// Moves `reserved` out and `actual` in on every scope.
+    /// Moves `reserved` out and `actual` in on the team's and the key's scopes, and adds
+    /// `tokens` to their counters of `day`.
     pub async fn settle(
         &self,
-        scopes: &[String],
+        scopes: &[String; 2],
         reserved: i64,
         actual: i64,
+        (tokens, day): (u64, i64),
         thresholds: &[u32],
     ) -> Result<Vec<Settled>, SharedError> {
         let mut inv = self.scripts.settle.prepare_invoke();
         for s in scopes {
             inv.key(self.budget_key(s));
         }
-        inv.arg(reserved).arg(actual);
+        for s in scopes {
+            inv.key(self.tokens_key(s, day));
+        }
+        inv.arg(reserved).arg(actual).arg(tokens).arg(TOKENS_TTL_S);
         for t in thresholds {
             inv.arg(*t);
         }
@@ -297,17 +309,6 @@ impl RedisShared {
             spent,
             reserved: reserved.unwrap_or(0),
         }))
-    }
-
-    /// Today's tokens of each scope (0 when none).
-    pub async fn tokens_used(&self, scopes: &[&str], day: i64) -> Result<Vec<u64>, SharedError> {
-        let mut cmd = redis::cmd("MGET");
-        for s in scopes {
-            cmd.arg(self.tokens_key(s, day));
-        }
-        let mut conn = self.conn.clone();
-        let out: Vec<Option<u64>> = self.call(cmd.query_async(&mut conn)).await?;
-        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
     /// Adds `tokens` to each scope's counter of `day`.

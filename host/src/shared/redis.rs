@@ -11,26 +11,42 @@ use tokio::sync::mpsc;
 use super::{Change, Decision, Notice, SharedError};
 use crate::config::{OnFailure, RedisConfig};
 
-/// GCRA on Redis's clock, in microseconds. KEYS[1]: the limit's key. ARGV: the emission interval
-/// (µs per request) and the burst. Returns {admitted 0/1, remaining, reset_after µs, retry_after
-/// µs}. The stored value is the theoretical arrival time; it expires when the burst is whole
-/// again, so idle limits cost no memory.
-const GCRA: &str = r"
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local tat = tonumber(redis.call('GET', KEYS[1]))
-if not tat or tat < now then tat = now end
-local tolerance = interval * (burst - 1)
-local wait = tat - tolerance - now
-if wait > 0 then
-  return {0, 0, tat - now, wait}
+/// GCRA on Redis's clock, in microseconds, as a function the scripts below share: `key` the
+/// limit's key, `interval` µs per request, `burst`. Returns {admitted 0/1, remaining, reset_after
+/// µs, retry_after µs}. The stored value is the theoretical arrival time; it expires when the
+/// burst is whole again, so idle limits cost no memory.
+const GCRA_FN: &str = r"
+local function gcra(key, interval, burst)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local tat = tonumber(redis.call('GET', key))
+  if not tat or tat < now then tat = now end
+  local tolerance = interval * (burst - 1)
+  local wait = tat - tolerance - now
+  if wait > 0 then
+    return {0, 0, tat - now, wait}
+  end
+  local new_tat = tat + interval
+  redis.call('SET', key, string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000) + 1)
+  local remaining = math.floor((now + tolerance - new_tat) / interval) + 1
+  return {1, remaining, new_tat - now, 0}
 end
-local new_tat = tat + interval
-redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000) + 1)
-local remaining = math.floor((now + tolerance - new_tat) / interval) + 1
-return {1, remaining, new_tat - now, 0}
+";
+
+/// One limit: KEYS[1]; ARGV: interval, burst.
+const GCRA: &str = "return gcra(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))";
+
+/// A request's admission in one round trip: its key's rate (ARGV[1] = 1: KEYS[1], ARGV[2..3]
+/// interval and burst) and the day's token counts of its key and team (ARGV[4] = 1: the last two
+/// KEYS). Returns {the GCRA answer or {}, {key tokens, team tokens} or {}}.
+const ADMIT: &str = r"
+local decision, used = {}, {}
+if ARGV[1] == '1' then decision = gcra(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])) end
+if ARGV[4] == '1' then
+  local n = #KEYS
+  used = {tonumber(redis.call('GET', KEYS[n - 1]) or '0'), tonumber(redis.call('GET', KEYS[n]) or '0')}
+end
+return {decision, used}
 ";
 
 /// Reconnect back-off of the change listener.
@@ -40,10 +56,21 @@ pub struct RedisShared {
     client: redis::Client,
     pub(super) conn: ConnectionManager,
     gcra: redis::Script,
+    admit: redis::Script,
     pub(super) scripts: super::ledger::Scripts,
     config: RedisConfig,
     channel: String,
     replica: String,
+}
+
+/// The GCRA script's answer as a [`Decision`].
+fn decision_of(admitted: i64, remaining: i64, reset_us: i64, wait_us: i64) -> Decision {
+    let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
+    Decision {
+        remaining: u32::try_from(remaining).unwrap_or(0),
+        reset_after: us(reset_us),
+        retry_after: (admitted == 0).then(|| us(wait_us).max(Duration::from_millis(1))),
+    }
 }
 
 impl std::fmt::Debug for RedisShared {
@@ -70,7 +97,8 @@ impl RedisShared {
         Ok(RedisShared {
             client,
             conn,
-            gcra: redis::Script::new(GCRA),
+            gcra: redis::Script::new(&format!("{GCRA_FN}\n{GCRA}")),
+            admit: redis::Script::new(&format!("{GCRA_FN}\n{ADMIT}")),
             scripts: super::ledger::Scripts::new(),
             channel: format!("{}:changes", config.namespace),
             config: config.clone(),
@@ -109,12 +137,53 @@ impl RedisShared {
                     .invoke_async(&mut conn),
             )
             .await?;
-        let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
-        Ok(Decision {
-            remaining: u32::try_from(remaining).unwrap_or(0),
-            reset_after: us(reset_us),
-            retry_after: (admitted == 0).then(|| us(wait_us).max(Duration::from_millis(1))),
-        })
+        Ok(decision_of(admitted, remaining, reset_us, wait_us))
+    }
+
+    /// A request's admission in one round trip: `rate` (scope, per minute, burst) taken from,
+    /// and the day's token counts of `tokens` (the key's and the team's scopes) read.
+    pub async fn admit(
+        &self,
+        rate: Option<(String, u32, u32)>,
+        tokens: Option<([String; 2], i64)>,
+    ) -> Result<(Option<Decision>, Option<[u64; 2]>), SharedError> {
+        let mut inv = self.admit.prepare_invoke();
+        match &rate {
+            Some((scope, per_minute, burst)) => {
+                inv.key(format!("{}:rate:{scope}", self.config.namespace));
+                inv.arg(1)
+                    .arg(60_000_000 / u64::from((*per_minute).max(1)))
+                    .arg((*burst).max(1));
+            }
+            None => {
+                inv.arg(0).arg(0).arg(0);
+            }
+        }
+        match &tokens {
+            Some((scopes, day)) => {
+                for s in scopes {
+                    inv.key(self.tokens_key(s, *day));
+                }
+                inv.arg(1);
+            }
+            None => {
+                inv.arg(0);
+            }
+        }
+        let mut conn = self.conn.clone();
+        let (decision, used): (Vec<i64>, Vec<u64>) = self.call(inv.invoke_async(&mut conn)).await?;
+        let decision = match decision.as_slice() {
+            [] => None,
+            [admitted, remaining, reset_us, wait_us] => {
+                Some(decision_of(*admitted, *remaining, *reset_us, *wait_us))
+            }
+            other => return Err(SharedError(format!("admit script answered {other:?}"))),
+        };
+        let used = match used.as_slice() {
+            [k, t] => Some([*k, *t]),
+            _ => None,
+        };
+        Ok((decision, used))
     }
 
     pub async fn publish(&self, change: &Change) -> Result<(), SharedError> {
