@@ -153,9 +153,13 @@ fn main() -> ExitCode {
             }
         },
         Command::Keygen => {
+            use std::io::Write as _;
             let secret = auth::generate_secret();
-            println!("key {secret}");
-            println!("hash = \"{}\"", auth::hash_for_config(&secret));
+            // Written, not printed: `sovereign keygen | head -1` closes the pipe after the key,
+            // which is no error of ours.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "key {secret}")
+                .and_then(|()| writeln!(out, "hash = \"{}\"", auth::hash_for_config(&secret)));
             ExitCode::SUCCESS
         }
         Command::Journal {
