@@ -26,10 +26,11 @@ use crate::access::TokenQuota;
 use crate::config::{BudgetsConfig, ModelConfig, OnFailure};
 use crate::events::{Event, Events, Metadata};
 use crate::metrics::Metrics;
-use crate::shared::{RedisShared, Reserved, Shared};
+use crate::shared::{RedisShared, Reserved, Settlement, Shared};
 use crate::store::{
     BudgetScope, BudgetState, KeyId, Micros, Store, StoreResult, TeamId, UsageRecord,
 };
+use tokio::sync::{mpsc, oneshot};
 
 /// Model prices are per million tokens in the budget currency, and money is counted in
 /// millionths of it: so a price *is* micros per token.
@@ -87,7 +88,19 @@ pub struct Budgets {
     shared: Option<Arc<RedisShared>>,
     on_failure: OnFailure,
     metrics: Arc<Metrics>,
+    /// Settlements on their way to the shared ledger (started with the first one).
+    settler: std::sync::OnceLock<mpsc::UnboundedSender<Settle>>,
 }
+
+/// What the settler writes to the shared ledger, in order.
+enum Settle {
+    One(Box<(Settlement, ChargeTo, [BudgetScope; 2])>),
+    /// Answered once everything sent before it is written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// Most settlements written in one script call.
+const SETTLE_BATCH: usize = 256;
 
 /// A reservation could not be made: this scope's budget cannot cover it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +130,7 @@ impl Budgets {
             shared: None,
             on_failure: OnFailure::Closed,
             metrics: Arc::default(),
+            settler: std::sync::OnceLock::new(),
         }
     }
 
@@ -255,6 +269,8 @@ impl Budgets {
 
     /// A scope's counters: the ledger's if it is loaded, else the store's.
     pub async fn state(&self, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
+        // This replica's settlements first: a client reads its own spend.
+        self.flush_settlements().await;
         if let Some(redis) = &self.shared
             && let Ok(Some(c)) = redis.counters(&scope_name(scope)).await
         {
@@ -332,55 +348,35 @@ impl Budgets {
     }
 
     /// Moves `reserved` out and `actual` in on every scope; announces thresholds crossed. On the
-    /// shared ledger the counters move on a task of their own, awaited by [`Reservation::settle`].
-    fn settle(
-        &self,
-        r: &Reservation,
-        tokens_in: u64,
-        tokens_out: u64,
-    ) -> (UsageRecord, Option<tokio::task::JoinHandle<()>>) {
+    /// shared ledger the settlement is queued for the settler's next batch.
+    fn settle(&self, r: &Reservation, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         let actual = cost(&r.to.model, tokens_in, tokens_out);
         let at = self.clock.now_ms();
         let tokens = tokens_in + tokens_out;
-        let mut task = None;
         match (&self.shared, r.shared) {
-            (Some(redis), true) => {
-                // The day's token counters move in the same script as the money.
+            (Some(_), true) => {
+                // The day's token counters move in the same script as the money, with other
+                // requests' settlements (one round trip per batch, not per request). Until it is
+                // written the amount stays reserved: late, never over.
                 self.quota.add_here(&r.to.key_id, &r.to.team_id, tokens, at);
-                let day = crate::access::quota::day_of(at);
-                let (redis, budgets) = (redis.clone(), r.budgets.clone());
-                let (to, scopes, amount) = (r.to.clone(), r.scopes.clone(), r.amount);
-                task = Some(tokio::spawn(async move {
-                    let names = scopes.each_ref().map(scope_name);
-                    let thresholds = &budgets.config.thresholds;
-                    let counted = (tokens, day);
-                    match redis
-                        .settle(&names, amount, actual, counted, thresholds)
-                        .await
-                    {
-                        Ok(settled) => {
-                            for (scope, s) in scopes.iter().zip(settled) {
-                                for (i, pct) in thresholds.iter().enumerate() {
-                                    if s.newly & (1 << i) != 0 {
-                                        let limit = s.limit.unwrap_or(0);
-                                        budgets.emit_threshold(&to, scope, *pct, s.spent, limit);
-                                    }
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            Metrics::inc(&budgets.metrics.shared_failures_total);
-                            tracing::warn!(error = %e, "settling on the shared budget failed: the charge is in the store, the live counter reloads from it");
-                        }
-                    }
-                }));
+                let settlement = Settlement {
+                    scopes: r.scopes.each_ref().map(scope_name),
+                    reserved: r.amount,
+                    actual,
+                    tokens,
+                    day: crate::access::quota::day_of(at),
+                };
+                let job = Settle::One(Box::new((settlement, r.to.clone(), r.scopes.clone())));
+                if r.budgets.settler().send(job).is_err() {
+                    tracing::warn!("the settler has stopped; a shared settlement was not written");
+                }
             }
             _ => {
                 self.settle_local(r, actual);
                 self.quota.add(&r.to.key_id, &r.to.team_id, tokens, at);
             }
         }
-        let record = UsageRecord {
+        UsageRecord {
             at,
             team_id: r.to.team_id.clone(),
             key_id: r.to.key_id.clone(),
@@ -389,8 +385,27 @@ impl Budgets {
             tokens_in,
             tokens_out,
             spend: actual,
-        };
-        (record, task)
+        }
+    }
+
+    /// The settler's queue, its task started on first use: settlements written to the shared
+    /// ledger in batches, thresholds announced from what the script answers.
+    fn settler(self: &Arc<Self>) -> &mpsc::UnboundedSender<Settle> {
+        self.settler.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(settle_batches(Arc::downgrade(self), rx));
+            tx
+        })
+    }
+
+    /// Returns once every settlement sent before it is in the shared ledger (or failed).
+    pub async fn flush_settlements(&self) {
+        if let Some(tx) = self.settler.get() {
+            let (ack, done) = oneshot::channel();
+            if tx.send(Settle::Flush(ack)).is_ok() {
+                let _ = done.await;
+            }
+        }
     }
 
     fn settle_local(&self, r: &Reservation, actual: Micros) {
@@ -452,6 +467,51 @@ impl Budgets {
         self.ledger
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The settler: what is queued, written a batch at a time; a failed batch is logged and counted
+/// (its charges are in the store; the live counters reload from it when Redis lost them).
+async fn settle_batches(
+    budgets: std::sync::Weak<Budgets>,
+    mut rx: mpsc::UnboundedReceiver<Settle>,
+) {
+    let mut jobs = Vec::with_capacity(SETTLE_BATCH);
+    while rx.recv_many(&mut jobs, SETTLE_BATCH).await > 0 {
+        let Some(b) = budgets.upgrade() else { return };
+        let mut batch = Vec::new();
+        let mut acks = Vec::new();
+        for job in jobs.drain(..) {
+            match job {
+                Settle::One(one) => batch.push(*one),
+                Settle::Flush(ack) => acks.push(ack),
+            }
+        }
+        if let (Some(redis), false) = (&b.shared, batch.is_empty()) {
+            let settlements: Vec<Settlement> = batch.iter().map(|(s, ..)| s.clone()).collect();
+            let thresholds = &b.config.thresholds;
+            match redis.settle(&settlements, thresholds).await {
+                Ok(settled) => {
+                    let per_scope = batch
+                        .iter()
+                        .flat_map(|(_, to, scopes)| scopes.iter().map(move |s| (to, s)));
+                    for ((to, scope), s) in per_scope.zip(settled) {
+                        for (i, pct) in thresholds.iter().enumerate() {
+                            if s.newly & (1 << i) != 0 {
+                                b.emit_threshold(to, scope, *pct, s.spent, s.limit.unwrap_or(0));
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    Metrics::inc(&b.metrics.shared_failures_total);
+                    tracing::warn!(error = %e, settlements = settlements.len(), "settling on the shared budget failed: the charges are in the store, the live counters reload from it");
+                }
+            }
+        }
+        for ack in acks {
+            let _ = ack.send(());
+        }
     }
 }
 
@@ -523,11 +583,8 @@ impl Reservation {
     /// Charges the real usage and returns when the charge is durable in the store.
     pub async fn settle(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         self.done = true;
-        let (record, counters) = self.budgets.settle(&self, tokens_in, tokens_out);
+        let record = self.budgets.settle(&self, tokens_in, tokens_out);
         self.budgets.charger.charge(record.clone()).await;
-        if let Some(task) = counters {
-            let _ = task.await;
-        }
         record
     }
 
@@ -535,7 +592,7 @@ impl Reservation {
     /// within its next commit.
     pub fn settle_now(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         self.done = true;
-        let (record, _counters) = self.budgets.settle(&self, tokens_in, tokens_out);
+        let record = self.budgets.settle(&self, tokens_in, tokens_out);
         self.budgets.charger.charge_later(record.clone());
         record
     }
@@ -569,7 +626,7 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.done {
             self.done = true;
-            let (record, _counters) = self.budgets.settle(self, self.prompt_tokens, 0);
+            let record = self.budgets.settle(self, self.prompt_tokens, 0);
             self.budgets.charger.charge_later(record);
         }
     }

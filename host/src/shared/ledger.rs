@@ -44,28 +44,32 @@ local function reached(k, first)
 end
 ";
 
-/// KEYS: the two budget scopes, then the two token counters of the day; ARGV: reserved amount,
-/// actual spend, tokens, the counters' expiry (s), thresholds…. Per scope {spent, limit (-1:
-/// none), newly reached bits}; a scope not loaded (Redis lost it) is {-1, -1, 0}: its durable
-/// charge still reaches the store, and the next load starts from there. One round trip settles
-/// the money and counts the tokens.
+/// Settlements in one call: for the i-th (0-based), KEYS[4i+1..4i+2] its team's and key's budget
+/// scopes and KEYS[4i+3..4i+4] their token counters of the day; ARGV: n, the counters' expiry
+/// (s), then (reserved, actual, tokens) per settlement, then the thresholds. Per scope, in order,
+/// {spent, limit (-1: none), newly reached bits}; a scope not loaded (Redis lost it) is
+/// {-1, -1, 0}: its durable charge still reaches the store, and the next load starts from there.
 const SETTLE: &str = r"
-local reserved, actual = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n, ttl = tonumber(ARGV[1]), ARGV[2]
+local first = 3 + 3 * n
 local out = {}
-for i = 1, 2 do
-  local k = KEYS[i]
-  if redis.call('EXISTS', k) == 1 then
-    if redis.call('HINCRBY', k, 'reserved', -reserved) < 0 then redis.call('HSET', k, 'reserved', 0) end
-    local spent = redis.call('HINCRBY', k, 'spent', actual)
-    local newly = reached(k, 5)
-    out[i] = {spent, tonumber(redis.call('HGET', k, 'limit') or '-1'), newly}
-  else
-    out[i] = {-1, -1, 0}
+for i = 0, n - 1 do
+  local reserved, actual, tokens = tonumber(ARGV[3 + 3 * i]), tonumber(ARGV[4 + 3 * i]), ARGV[5 + 3 * i]
+  for j = 1, 2 do
+    local k = KEYS[4 * i + j]
+    if redis.call('EXISTS', k) == 1 then
+      if redis.call('HINCRBY', k, 'reserved', -reserved) < 0 then redis.call('HSET', k, 'reserved', 0) end
+      local spent = redis.call('HINCRBY', k, 'spent', actual)
+      local newly = reached(k, first)
+      out[#out + 1] = {spent, tonumber(redis.call('HGET', k, 'limit') or '-1'), newly}
+    else
+      out[#out + 1] = {-1, -1, 0}
+    end
   end
-end
-for i = 3, 4 do
-  redis.call('INCRBY', KEYS[i], ARGV[3])
-  redis.call('EXPIRE', KEYS[i], ARGV[4])
+  for j = 3, 4 do
+    redis.call('INCRBY', KEYS[4 * i + j], tokens)
+    redis.call('EXPIRE', KEYS[4 * i + j], ttl)
+  end
 end
 return out
 ";
@@ -122,6 +126,17 @@ pub enum Reserved {
     },
     /// These scopes (indexes) must be loaded from the store first.
     Unloaded(Vec<usize>),
+}
+
+/// One request's settlement: its team's and key's scopes, what was reserved, what it cost, its
+/// tokens and their day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settlement {
+    pub scopes: [String; 2],
+    pub reserved: i64,
+    pub actual: i64,
+    pub tokens: u64,
+    pub day: i64,
 }
 
 /// A scope after a settlement.
@@ -217,24 +232,27 @@ impl RedisShared {
         Ok(())
     }
 
-    /// Moves `reserved` out and `actual` in on the team's and the key's scopes, and adds
-    /// `tokens` to their counters of `day`.
+    /// Settlements in one round trip: each moves its `reserved` out and `actual` in on its
+    /// team's and key's scopes and adds its tokens to their counters of its day. Two
+    /// [`Settled`] per settlement (team, key), in order.
     pub async fn settle(
         &self,
-        scopes: &[String; 2],
-        reserved: i64,
-        actual: i64,
-        (tokens, day): (u64, i64),
+        batch: &[Settlement],
         thresholds: &[u32],
     ) -> Result<Vec<Settled>, SharedError> {
         let mut inv = self.scripts.settle.prepare_invoke();
-        for s in scopes {
-            inv.key(self.budget_key(s));
+        for s in batch {
+            for scope in &s.scopes {
+                inv.key(self.budget_key(scope));
+            }
+            for scope in &s.scopes {
+                inv.key(self.tokens_key(scope, s.day));
+            }
         }
-        for s in scopes {
-            inv.key(self.tokens_key(s, day));
+        inv.arg(batch.len()).arg(TOKENS_TTL_S);
+        for s in batch {
+            inv.arg(s.reserved).arg(s.actual).arg(s.tokens);
         }
-        inv.arg(reserved).arg(actual).arg(tokens).arg(TOKENS_TTL_S);
         for t in thresholds {
             inv.arg(*t);
         }
