@@ -87,6 +87,7 @@ async fn run(n: usize) {
         AccessParts {
             shared: Shared::Local,
             metrics: Arc::default(),
+            key_cache_ttl: None,
         },
     )
     .await

@@ -37,13 +37,15 @@ def redis_server():
 
 def start_replicas(sim, keys, pg, redis_server, base: Path, db: str, n: int = 2,
                    on_failure: str = "closed", extra: str = "", models: list[dict] | None = None,
-                   first: int = 0) -> list[harness.Proc]:
+                   first: int = 0, redis: bool = True) -> list[harness.Proc]:
     """`n` replicas with the same config file but for `sovereign_id` (and, by the harness,
     `data_dir` per directory), started at the same moment."""
-    env = {"SOVEREIGN_STORE_URL": pg.database(db), "SOVEREIGN_REDIS_URL": redis_server.url(),
-           "SOVEREIGN_SHARED_NAMESPACE": db}
-    backends = ("\n[store]\nbackend = \"postgres\"\n\n[shared]\nbackend = \"redis\"\n"
-                f"on_failure = \"{on_failure}\"\ntimeout_ms = 200\n")
+    env = {"SOVEREIGN_STORE_URL": pg.database(db)}
+    backends = "\n[store]\nbackend = \"postgres\"\n"
+    if redis:
+        env |= {"SOVEREIGN_REDIS_URL": redis_server.url(), "SOVEREIGN_SHARED_NAMESPACE": db}
+        backends += ("\n[shared]\nbackend = \"redis\"\n"
+                     f"on_failure = \"{on_failure}\"\ntimeout_ms = 200\n")
 
     def one(i: int) -> harness.Proc:
         d = base / f"replica-{i}"
@@ -527,5 +529,24 @@ def test_activity_logs_on_any_replica_answer_for_all_and_verification_walks_ever
             report = a.get("/v1/admin/journal/verify").json()
         bad = {c["sovereign_id"]: c for c in report["replicas"]}["replica-1"]
         assert not report["ok"] and not bad["ok"] and bad["problem"]["seq"] == 1, report
+    finally:
+        stop_all(replicas)
+
+
+def test_without_redis_a_revocation_reaches_the_other_replica_within_the_key_cache_ttl(sim, keys, pg,
+                                                                                      redis_server, tmp_path):
+    """PostgreSQL alone (no notices between replicas): a cached key is re-read from the store
+    after 5 s, so a revoked key stops on every replica within that bound."""
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "noredis", redis=False)
+    try:
+        with admin(a_, keys) as a:
+            key = new_key(a, new_team(a)["id"])
+            auth = {"Authorization": f"Bearer {key['key']}"}
+            assert httpx.get(f"{b_.url}/v1/models", headers=auth).status_code == 200
+            assert a.post(f"/v1/admin/keys/{key['id']}/revoke").status_code == 200
+        revoked = time.monotonic()
+        harness.wait_for(lambda: httpx.get(f"{b_.url}/v1/models", headers=auth).status_code == 401,
+                         timeout=10, interval=0.1, what="the revoked key refused on the other replica")
+        assert time.monotonic() - revoked < 6.5
     finally:
         stop_all(replicas)

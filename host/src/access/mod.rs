@@ -206,10 +206,12 @@ pub struct Access {
     metrics: Arc<Metrics>,
 }
 
-/// What the rest of `Access` needs besides the store: the shared back end and the counters.
+/// What the rest of `Access` needs besides the store: the shared back end, the counters, and
+/// how long a cached key is trusted without news (`None`: until invalidated, one process).
 pub struct AccessParts {
     pub shared: Shared,
     pub metrics: Arc<Metrics>,
+    pub key_cache_ttl: Option<std::time::Duration>,
 }
 
 impl Access {
@@ -234,7 +236,7 @@ impl Access {
             store,
             clock,
             limit_clock,
-            cache: KeyCache::with_ttl(parts.shared.key_cache_ttl()),
+            cache: KeyCache::with_ttl(parts.key_cache_ttl),
             certs,
             addresses,
             quota: Arc::new(quota),

@@ -161,13 +161,16 @@ impl Library {
         Ok(deleted)
     }
 
-    /// Announces every document added or deleted here to the other replicas (`[shared]`).
+    /// With replicas on one store: every document added or deleted here is announced to the
+    /// others (through `[shared]`; a no-op without Redis), and the index is reconciled with the
+    /// store each minute.
     pub fn with_replicas(
         mut self,
+        replicated: bool,
         shared: &crate::shared::Shared,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> Library {
-        if !shared.is_local() {
+        if replicated {
             self.replicas = Some((shared.clone(), metrics));
         }
         self

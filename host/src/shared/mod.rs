@@ -139,14 +139,6 @@ impl Shared {
         }
     }
 
-    /// How long a cached key is trusted without news (`None`: until invalidated, one process).
-    pub fn key_cache_ttl(&self) -> Option<Duration> {
-        match self {
-            Shared::Local => None,
-            Shared::Redis(r) => Some(r.key_cache_ttl()),
-        }
-    }
-
     /// Tells every other replica; a no-op locally. A failure is logged and counted by the
     /// caller: the change is committed, and the cache TTL bounds how long others miss it.
     pub async fn publish(&self, change: Change) -> Result<(), SharedError> {

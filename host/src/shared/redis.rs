@@ -114,10 +114,6 @@ impl RedisShared {
         self.config.on_failure
     }
 
-    pub fn key_cache_ttl(&self) -> Duration {
-        self.config.key_cache_ttl
-    }
-
     /// Takes one request from the limit named `scope` (e.g. `key:key_01…`, `ip:192.0.2.1`).
     pub async fn gcra(
         &self,

@@ -129,6 +129,7 @@ impl AppState {
             AccessParts {
                 shared: shared.clone(),
                 metrics: metrics.clone(),
+                key_cache_ttl: key_cache_ttl(&config),
             },
         )
         .await?;
@@ -193,7 +194,11 @@ impl AppState {
                     facts.shared_tokens(),
                 )
                 .await?
-                .with_replicas(&shared, metrics.clone()),
+                .with_replicas(
+                    matches!(config.store, crate::config::StoreConfig::Postgres(_)),
+                    &shared,
+                    metrics.clone(),
+                ),
             )),
             false => None,
         };
@@ -245,6 +250,17 @@ impl AppState {
             tracing::warn!(error = %e, "loading the replicas' policy versions failed; this replica's config versions apply");
         }
         Ok(state)
+    }
+}
+
+/// How long a replica trusts a cached key without news: Redis's setting; on PostgreSQL without
+/// Redis (no notices between replicas) 5 s, so a revocation still reaches every replica; on
+/// the embedded store, until invalidated (one process).
+fn key_cache_ttl(config: &Config) -> Option<std::time::Duration> {
+    match (&config.store, &config.shared) {
+        (_, crate::config::SharedConfig::Redis(r)) => Some(r.key_cache_ttl),
+        (crate::config::StoreConfig::Postgres(_), _) => Some(std::time::Duration::from_secs(5)),
+        _ => None,
     }
 }
 
