@@ -11,9 +11,10 @@
 //! With `[shared] backend = "redis"` the ledger is Redis's instead (`shared::ledger`): one hash
 //! per scope that every replica reserves on and settles to in single scripts, so replicas
 //! together never hold more than a budget. If Redis fails, `on_failure` decides: refuse (503), or
-//! fall back to this replica's own ledger.
+//! fall back to this replica's own ledger (`shared.rs`).
 
 pub mod charger;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,11 +27,11 @@ use crate::access::TokenQuota;
 use crate::config::{BudgetsConfig, ModelConfig, OnFailure};
 use crate::events::{Event, Events, Metadata};
 use crate::metrics::Metrics;
-use crate::shared::{RedisShared, Reserved, Settlement, Shared};
+use crate::shared::{RedisShared, Shared};
 use crate::store::{
     BudgetScope, BudgetState, KeyId, Micros, Store, StoreResult, TeamId, UsageRecord,
 };
-use tokio::sync::{mpsc, oneshot};
+use shared::scope_name;
 
 /// Model prices are per million tokens in the budget currency, and money is counted in
 /// millionths of it: so a price *is* micros per token.
@@ -89,18 +90,8 @@ pub struct Budgets {
     on_failure: OnFailure,
     metrics: Arc<Metrics>,
     /// Settlements on their way to the shared ledger (started with the first one).
-    settler: std::sync::OnceLock<mpsc::UnboundedSender<Settle>>,
+    settler: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<shared::Settle>>,
 }
-
-/// What the settler writes to the shared ledger, in order.
-enum Settle {
-    One(Box<(Settlement, ChargeTo, [BudgetScope; 2])>),
-    /// Answered once everything sent before it is written.
-    Flush(oneshot::Sender<()>),
-}
-
-/// Most settlements written in one script call.
-const SETTLE_BATCH: usize = 256;
 
 /// A reservation could not be made: this scope's budget cannot cover it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,52 +212,6 @@ impl Budgets {
         })
     }
 
-    /// The reservation in Redis, loading scopes no replica has loaded yet from the store.
-    async fn reserve_shared(
-        &self,
-        redis: &RedisShared,
-        scopes: &[BudgetScope; 2],
-        amount: Micros,
-    ) -> Result<(), BudgetError> {
-        let names = scopes.each_ref().map(scope_name);
-        let unavailable = |e: crate::shared::SharedError| {
-            Metrics::inc(&self.metrics.shared_failures_total);
-            BudgetError::Unavailable(e.to_string())
-        };
-        // Twice at most: the second attempt finds every scope loaded.
-        for _ in 0..2 {
-            match redis.reserve(&names, amount).await.map_err(unavailable)? {
-                Reserved::Admitted => return Ok(()),
-                Reserved::Insufficient { index, remaining } => {
-                    return Err(BudgetError::Insufficient(Insufficient {
-                        scope: scopes[index.min(1)].clone(),
-                        needed: amount,
-                        remaining: remaining.max(0),
-                    }));
-                }
-                Reserved::Unloaded(missing) => {
-                    for i in missing {
-                        let scope = &scopes[i.min(1)];
-                        let state = self
-                            .store
-                            .budget(scope.clone())
-                            .await
-                            .map_err(|e| BudgetError::Unavailable(e.to_string()))?;
-                        let (limit, spent) =
-                            state.map_or((None, 0), |s| (s.limit, s.spent + s.reserved));
-                        redis
-                            .load(&scope_name(scope), limit, spent, &self.config.thresholds)
-                            .await
-                            .map_err(unavailable)?;
-                    }
-                }
-            }
-        }
-        Err(BudgetError::Unavailable(
-            "the shared budget counters were not loaded".into(),
-        ))
-    }
-
     /// A scope's counters: the ledger's if it is loaded, else the store's.
     pub async fn state(&self, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
         // This replica's settlements first: a client reads its own spend.
@@ -355,21 +300,8 @@ impl Budgets {
         let tokens = tokens_in + tokens_out;
         match (&self.shared, r.shared) {
             (Some(_), true) => {
-                // The day's token counters move in the same script as the money, with other
-                // requests' settlements (one round trip per batch, not per request). Until it is
-                // written the amount stays reserved: late, never over.
                 self.quota.add_here(&r.to.key_id, &r.to.team_id, tokens, at);
-                let settlement = Settlement {
-                    scopes: r.scopes.each_ref().map(scope_name),
-                    reserved: r.amount,
-                    actual,
-                    tokens,
-                    day: crate::access::quota::day_of(at),
-                };
-                let job = Settle::One(Box::new((settlement, r.to.clone(), r.scopes.clone())));
-                if r.budgets.settler().send(job).is_err() {
-                    tracing::warn!("the settler has stopped; a shared settlement was not written");
-                }
+                r.budgets.settle_shared(r, actual, tokens, at);
             }
             _ => {
                 self.settle_local(r, actual);
@@ -385,26 +317,6 @@ impl Budgets {
             tokens_in,
             tokens_out,
             spend: actual,
-        }
-    }
-
-    /// The settler's queue, its task started on first use: settlements written to the shared
-    /// ledger in batches, thresholds announced from what the script answers.
-    fn settler(self: &Arc<Self>) -> &mpsc::UnboundedSender<Settle> {
-        self.settler.get_or_init(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(settle_batches(Arc::downgrade(self), rx));
-            tx
-        })
-    }
-
-    /// Returns once every settlement sent before it is in the shared ledger (or failed).
-    pub async fn flush_settlements(&self) {
-        if let Some(tx) = self.settler.get() {
-            let (ack, done) = oneshot::channel();
-            if tx.send(Settle::Flush(ack)).is_ok() {
-                let _ = done.await;
-            }
         }
     }
 
@@ -467,59 +379,6 @@ impl Budgets {
         self.ledger
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// The settler: what is queued, written a batch at a time; a failed batch is logged and counted
-/// (its charges are in the store; the live counters reload from it when Redis lost them).
-async fn settle_batches(
-    budgets: std::sync::Weak<Budgets>,
-    mut rx: mpsc::UnboundedReceiver<Settle>,
-) {
-    let mut jobs = Vec::with_capacity(SETTLE_BATCH);
-    while rx.recv_many(&mut jobs, SETTLE_BATCH).await > 0 {
-        let Some(b) = budgets.upgrade() else { return };
-        let mut batch = Vec::new();
-        let mut acks = Vec::new();
-        for job in jobs.drain(..) {
-            match job {
-                Settle::One(one) => batch.push(*one),
-                Settle::Flush(ack) => acks.push(ack),
-            }
-        }
-        if let (Some(redis), false) = (&b.shared, batch.is_empty()) {
-            let settlements: Vec<Settlement> = batch.iter().map(|(s, ..)| s.clone()).collect();
-            let thresholds = &b.config.thresholds;
-            match redis.settle(&settlements, thresholds).await {
-                Ok(settled) => {
-                    let per_scope = batch
-                        .iter()
-                        .flat_map(|(_, to, scopes)| scopes.iter().map(move |s| (to, s)));
-                    for ((to, scope), s) in per_scope.zip(settled) {
-                        for (i, pct) in thresholds.iter().enumerate() {
-                            if s.newly & (1 << i) != 0 {
-                                b.emit_threshold(to, scope, *pct, s.spent, s.limit.unwrap_or(0));
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    Metrics::inc(&b.metrics.shared_failures_total);
-                    tracing::warn!(error = %e, settlements = settlements.len(), "settling on the shared budget failed: the charges are in the store, the live counters reload from it");
-                }
-            }
-        }
-        for ack in acks {
-            let _ = ack.send(());
-        }
-    }
-}
-
-/// A scope's name in the shared ledger.
-fn scope_name(scope: &BudgetScope) -> String {
-    match scope {
-        BudgetScope::Team(t) => format!("team:{}", t.0),
-        BudgetScope::Key(k) => format!("key:{}", k.0),
     }
 }
 
@@ -600,17 +459,10 @@ impl Reservation {
     /// The upstream never produced anything billable (refused, failed): nothing is charged.
     pub fn release(mut self) {
         self.done = true;
-        if self.shared
-            && let Some(redis) = self.budgets.shared.clone()
-        {
-            let (budgets, amount) = (self.budgets.clone(), self.amount);
-            let names = self.scopes.each_ref().map(scope_name);
-            tokio::spawn(async move {
-                if let Err(e) = redis.release(&names, amount).await {
-                    Metrics::inc(&budgets.metrics.shared_failures_total);
-                    tracing::warn!(error = %e, "releasing a shared reservation failed");
-                }
-            });
+        if self.shared {
+            // A settlement of nothing: the reservation freed, in order with the others.
+            let now = self.budgets.clock.now_ms();
+            self.budgets.settle_shared(&self, 0, 0, now);
             return;
         }
         let mut ledger = self.budgets.lock();

@@ -45,6 +45,11 @@ pub enum StoreConfig {
 }
 
 impl StoreConfig {
+    /// Whether replicas may share it (PostgreSQL), rather than one process owning it (SQLite).
+    pub fn is_shared(&self) -> bool {
+        matches!(self, StoreConfig::Postgres(_))
+    }
+
     /// How long traffic goes on while the store does not answer (`None`: the embedded store,
     /// whose writes requests always wait for).
     pub fn outage_grace(&self) -> Option<Duration> {

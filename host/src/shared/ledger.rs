@@ -2,9 +2,10 @@
 //! (`<ns>:budget:<scope>`: `limit` — absent when unlimited —, `spent`, `reserved`, `fired`, the
 //! thresholds already announced), loaded from the durable store on first use by whichever
 //! replica needs it first (`HSETNX` semantics: a later load never overwrites live counters).
-//! Reserve, settle and release are each one script over all of a request's scopes, so two
-//! replicas can never hold more than a budget between them. Tokens per day are two counters per
-//! UTC day (`<ns>:tokens:<scope>:<day>`), expiring after two days.
+//! Reserve is one script over all of a request's scopes, so two replicas can never hold more
+//! than a budget between them; settlements (and releases: settlements of nothing) go in
+//! batches. Tokens per day are two counters per UTC day (`<ns>:tokens:<scope>:<day>`), expiring
+//! after two days.
 
 use super::{RedisShared, SharedError};
 
@@ -72,16 +73,6 @@ for i = 0, n - 1 do
   end
 end
 return out
-";
-
-/// KEYS: the scopes; ARGV[1]: the amount.
-const RELEASE: &str = r"
-for _, k in ipairs(KEYS) do
-  if redis.call('EXISTS', k) == 1 then
-    if redis.call('HINCRBY', k, 'reserved', -tonumber(ARGV[1])) < 0 then redis.call('HSET', k, 'reserved', 0) end
-  end
-end
-return 0
 ";
 
 /// KEYS[1]: the scope; ARGV: limit ('' = none), spent, thresholds…. Creates it unless present.
@@ -160,7 +151,6 @@ pub struct Counters {
 pub(super) struct Scripts {
     reserve: redis::Script,
     settle: redis::Script,
-    release: redis::Script,
     load: redis::Script,
     set_limit: redis::Script,
     add_tokens: redis::Script,
@@ -172,7 +162,6 @@ impl Scripts {
         Scripts {
             reserve: redis::Script::new(RESERVE),
             settle: with_reached(SETTLE),
-            release: redis::Script::new(RELEASE),
             load: with_reached(LOAD),
             set_limit: with_reached(SET_LIMIT),
             add_tokens: redis::Script::new(ADD_TOKENS),
@@ -266,17 +255,6 @@ impl RedisShared {
                 newly: u64::try_from(newly).unwrap_or(0),
             })
             .collect())
-    }
-
-    pub async fn release(&self, scopes: &[String], amount: i64) -> Result<(), SharedError> {
-        let mut inv = self.scripts.release.prepare_invoke();
-        for s in scopes {
-            inv.key(self.budget_key(s));
-        }
-        inv.arg(amount);
-        let mut conn = self.conn.clone();
-        let _: i64 = self.call(inv.invoke_async(&mut conn)).await?;
-        Ok(())
     }
 
     /// After the store's limit changed: the live counters follow, thresholds re-armed.

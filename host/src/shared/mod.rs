@@ -126,10 +126,6 @@ impl Shared {
         }
     }
 
-    pub fn is_local(&self) -> bool {
-        matches!(self, Shared::Local)
-    }
-
     /// What a request meets when Redis does not answer (`Closed` for the local back end, which
     /// never fails).
     pub fn on_failure(&self) -> OnFailure {

@@ -176,7 +176,9 @@ impl AppState {
             shapers.clone(),
             metrics.clone(),
             // Replicas on one database lease each subscription's deliveries.
-            matches!(config.store, crate::config::StoreConfig::Postgres(_))
+            config
+                .store
+                .is_shared()
                 .then(|| config.sovereign_id.clone()),
         )
         .await?;
@@ -194,11 +196,7 @@ impl AppState {
                     facts.shared_tokens(),
                 )
                 .await?
-                .with_replicas(
-                    matches!(config.store, crate::config::StoreConfig::Postgres(_)),
-                    &shared,
-                    metrics.clone(),
-                ),
+                .with_replicas(config.store.is_shared(), &shared, metrics.clone()),
             )),
             false => None,
         };
@@ -209,8 +207,7 @@ impl AppState {
             Some(settings) => {
                 let journal = open_journal(&settings.open).await?;
                 let task = settings.retention.prunes().then(|| {
-                    let index = matches!(config.store, crate::config::StoreConfig::Postgres(_))
-                        .then(|| store.clone());
+                    let index = config.store.is_shared().then(|| store.clone());
                     retention_task(settings.clone(), index)
                 });
                 (Some(journal), task)
@@ -257,10 +254,12 @@ impl AppState {
 /// Redis (no notices between replicas) 5 s, so a revocation still reaches every replica; on
 /// the embedded store, until invalidated (one process).
 fn key_cache_ttl(config: &Config) -> Option<std::time::Duration> {
-    match (&config.store, &config.shared) {
-        (_, crate::config::SharedConfig::Redis(r)) => Some(r.key_cache_ttl),
-        (crate::config::StoreConfig::Postgres(_), _) => Some(std::time::Duration::from_secs(5)),
-        _ => None,
+    match &config.shared {
+        crate::config::SharedConfig::Redis(r) => Some(r.key_cache_ttl),
+        crate::config::SharedConfig::Local if config.store.is_shared() => {
+            Some(std::time::Duration::from_secs(5))
+        }
+        crate::config::SharedConfig::Local => None,
     }
 }
 

@@ -5,7 +5,7 @@
 //! embedded store this is all a no-op: one process holds its versions in memory.
 
 use super::AppState;
-use crate::config::{PoolMode, StoreConfig};
+use crate::config::PoolMode;
 use crate::routing::registry::Origin;
 use crate::shared::Change;
 use crate::store::{PolicyKind, StoredPolicy};
@@ -13,7 +13,7 @@ use crate::store::{PolicyKind, StoredPolicy};
 impl AppState {
     /// Whether replicas share this gateway's store (its policy versions are stored).
     pub fn replicated(&self) -> bool {
-        matches!(self.0.config.store, StoreConfig::Postgres(_))
+        self.0.config.store.is_shared()
     }
 
     /// An id for a new router version: `pol_N` on one process, unique across replicas else.
