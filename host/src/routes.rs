@@ -98,6 +98,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/usage", get(usage::usage))
         // The journal's read API (an auditor sees its own team only: checked in the handler).
         .route("/v1/activity/logs", post(activity::logs))
+        // Signed checkpoints of this replica's chain, for verifying an export off the host.
+        .route(
+            "/v1/admin/journal/checkpoints",
+            get(journal::checkpoints).post(journal::checkpoint),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| admission::require(s, &[Role::Auditor], req, next),

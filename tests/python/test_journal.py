@@ -327,6 +327,33 @@ def test_admin_verify_endpoint_and_both_verifiers_agree_on_the_live_journal(jgw,
     assert rust.stdout.startswith(where) and python.stdout.startswith(where), (rust.stdout, python.stdout)
 
 
+def test_checkpoint_on_demand_vouches_for_the_exported_head(jgw, team_keys):
+    """POST /v1/admin/journal/checkpoints signs the durable head now (auditor or admin); GET lists
+    them; the newest names the last exported entry's hash, and its signature is the operator's."""
+    gw, directory = jgw
+    keys = team_keys[0]
+    with api(gw, keys["member"]) as c:
+        c.post("/v1/chat/completions", json={"model": "jais-30b-chat", "messages": HI})
+        assert c.post("/v1/admin/journal/checkpoints").status_code == 403
+        assert c.get("/v1/admin/journal/checkpoints").status_code == 403
+    with api(gw, keys["auditor"]) as c:
+        export = c.post("/v1/activity/logs", json={"format": "jsonl"})
+        r = c.post("/v1/admin/journal/checkpoints")
+        assert r.status_code == 201, r.text
+        cp = r.json()
+        listed = c.get("/v1/admin/journal/checkpoints")
+    assert listed.status_code == 200 and listed.json()["object"] == "list"
+    assert listed.json()["data"][-1] == cp
+    # The export was answered before the checkpoint was asked for: the checkpoint covers at least
+    # the export's head.
+    last = json.loads(export.text.splitlines()[-1])
+    assert cp["seq"] >= last["seq"] and cp["count"] == cp["seq"]
+    assert cp["sovereign_id"] == "test-gw-1" and cp["signature"].startswith("ed25519:")
+    assert cp["public_key"] == (directory / "data" / "journal-signing.key.pub").read_text().strip()
+    rust, _ = harness.verify_journal(harness.journal_dir(directory))
+    assert rust.returncode == 0, rust.stdout
+
+
 def test_kill_9_during_load_loses_no_answered_request(sim, team_keys, tmp_path):
     """Eight clients keep sending; the gateway is SIGKILLed; after a restart the journal verifies
     and every request that got a 200 before the kill has its entry."""

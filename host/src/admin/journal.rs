@@ -2,12 +2,20 @@
 //! on the blocking pool. docs/JOURNAL.md, "Verifying". With replicas, `replicas` adds every
 //! replica's chain as indexed in the shared store, each walked link by link and every hash
 //! recomputed (the signed checkpoints are on each replica's disk: that replica's own `chains`).
+//!
+//! `POST`/`GET /v1/admin/journal/checkpoints` (auditor or admin): sign this replica's durable head
+//! now, and list its signed checkpoints — what an auditor keeps off the host to verify an export
+//! later without trusting it (docs/JOURNAL.md, "Checkpoints").
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::journal::{VerifyReport, public_key_path, read_public_key, verify_dir};
+use crate::journal::{
+    SignedCheckpoint, VerifyReport, checkpoint_file_name, public_key_path, read_public_key,
+    verify_dir,
+};
 use crate::pipeline::admission::AdminOnly;
 use crate::server::error::ApiError;
 use crate::state::AppState;
@@ -40,6 +48,59 @@ pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Respons
         out["ok"] = Value::Bool(out["ok"] == true && all_ok);
     }
     Ok(axum::Json(out).into_response())
+}
+
+/// `POST /v1/admin/journal/checkpoints`: waits until every entry so far is durable, signs a
+/// checkpoint of the chain's head, appends it to the checkpoints file; 201 with it. 409 when the
+/// journal is off or still empty.
+pub async fn checkpoint(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let journal = app
+        .0
+        .journal
+        .as_ref()
+        .ok_or_else(ApiError::journal_disabled)?;
+    match journal
+        .checkpoint_now()
+        .await
+        .map_err(ApiError::journal_unreadable)?
+    {
+        Some(signed) => Ok((StatusCode::CREATED, axum::Json(signed)).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "The journal has no entries yet: there is nothing to vouch for.",
+        )
+        .with_code("journal_empty")),
+    }
+}
+
+/// Checkpoints listed at most (the newest; a journal writes one per 10,000 entries).
+const CHECKPOINTS_LISTED: usize = 10_000;
+
+/// `GET /v1/admin/journal/checkpoints`: this replica's signed checkpoints, oldest first (the
+/// newest 10,000). Lines that do not parse (a torn last line) are left out: verify reports them.
+pub async fn checkpoints(State(app): State<AppState>) -> Result<Response, ApiError> {
+    let settings = app
+        .0
+        .config
+        .journal
+        .clone()
+        .ok_or_else(ApiError::journal_disabled)?;
+    let path = settings
+        .open
+        .dir
+        .join(checkpoint_file_name(&settings.open.sovereign_id));
+    let text = match tokio::fs::read(&path).await {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(ApiError::journal_unreadable(e)),
+    };
+    let all: Vec<SignedCheckpoint> = text
+        .split(|b| *b == b'\n')
+        .filter_map(|line| SignedCheckpoint::parse(line).ok())
+        .collect();
+    let data = &all[all.len().saturating_sub(CHECKPOINTS_LISTED)..];
+    Ok(axum::Json(json!({"object": "list", "data": data})).into_response())
 }
 
 /// Rows of one indexed chain read at once.

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use tokio::sync::{Semaphore, oneshot};
 
-use super::checkpoint::Checkpoint;
+use super::checkpoint::{Checkpoint, SignedCheckpoint};
 use super::entry::{Entry, EntryDraft, format_utc};
 pub use super::recover::OpenReport;
 use super::recover::{ChainState, create_segment, recover};
@@ -39,6 +39,9 @@ enum Msg {
     },
     /// Answered with the durable seq once everything queued before it is durable.
     Flush(Reply<u64>),
+    /// Flush, then sign and write a checkpoint of the durable head (`None` while the chain is
+    /// empty).
+    Checkpoint(Reply<Option<SignedCheckpoint>>),
     /// Flush, write a checkpoint, stop.
     Close(Reply<u64>),
 }
@@ -75,6 +78,7 @@ impl Journal {
             buf: Vec::with_capacity(1 << 20),
             acks: Vec::new(),
             flushes: Vec::new(),
+            checkpoints_wanted: Vec::new(),
             unsynced: 0,
             oldest_unsynced: None,
             durable_seq: durable_seq.clone(),
@@ -150,6 +154,16 @@ impl Journal {
         self.wait(answer).await
     }
 
+    /// Waits until every entry queued before this call is durable, then signs a checkpoint of
+    /// the head and appends it to the checkpoints file (a fresh one even when the head has not
+    /// moved since the last: its timestamp says when it was vouched for). `None` for an empty
+    /// chain.
+    pub async fn checkpoint_now(&self) -> Result<Option<SignedCheckpoint>, JournalError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Msg::Checkpoint(reply))?;
+        self.wait(answer).await
+    }
+
     /// Flushes, writes a final checkpoint and stops the writer (other clones then get `Closed`).
     pub async fn close(self) -> Result<u64, JournalError> {
         let (reply, answer) = oneshot::channel();
@@ -203,6 +217,8 @@ struct Writer {
     /// Durable-mode appenders waiting for the next fsync.
     acks: Vec<Waiter>,
     flushes: Vec<Reply<u64>>,
+    /// `checkpoint_now` callers, answered after the next sync.
+    checkpoints_wanted: Vec<Reply<Option<SignedCheckpoint>>>,
     /// Entries written but not yet fsynced, and when the oldest of them was queued.
     unsynced: usize,
     oldest_unsynced: Option<Instant>,
@@ -224,6 +240,9 @@ impl Writer {
                 let _ = w.reply.send(Err(text.clone()));
             }
             for reply in self.flushes.drain(..) {
+                let _ = reply.send(Err(text.clone()));
+            }
+            for reply in self.checkpoints_wanted.drain(..) {
                 let _ = reply.send(Err(text.clone()));
             }
         }
@@ -270,6 +289,7 @@ impl Writer {
                         taken += 1;
                     }
                     Msg::Flush(reply) => self.flushes.push(reply),
+                    Msg::Checkpoint(reply) => self.checkpoints_wanted.push(reply),
                     Msg::Close(reply) => {
                         close = Some(reply);
                         break;
@@ -301,13 +321,14 @@ impl Writer {
     }
 
     fn must_sync(&self) -> bool {
+        let waiting = !self.flushes.is_empty() || !self.checkpoints_wanted.is_empty();
         if self.unsynced == 0 {
-            return !self.flushes.is_empty();
+            return waiting;
         }
         match self.cfg.durability {
             Durability::Durable => true,
             Durability::Batched { max_entries, .. } => {
-                !self.flushes.is_empty()
+                waiting
                     || self.unsynced >= max_entries
                     || self.deadline().is_some_and(|d| d <= Instant::now())
             }
@@ -373,7 +394,12 @@ impl Writer {
             self.state.segment_bytes = 0;
             self.state.segment_entries = 0;
         }
-        if durable - self.last_checkpoint_seq >= self.cfg.checkpoint_every {
+        if !self.checkpoints_wanted.is_empty() {
+            let signed = self.write_checkpoint()?;
+            for reply in self.checkpoints_wanted.drain(..) {
+                let _ = reply.send(Ok(signed.clone()));
+            }
+        } else if durable - self.last_checkpoint_seq >= self.cfg.checkpoint_every {
             self.checkpoint()?;
         }
         Ok(())
@@ -381,9 +407,17 @@ impl Writer {
 
     /// Signs and durably appends a checkpoint of the (durable) head, if it moved.
     fn checkpoint(&mut self) -> Result<(), JournalError> {
-        let seq = self.state.head_seq;
-        if seq == self.last_checkpoint_seq || seq == 0 {
+        if self.state.head_seq == self.last_checkpoint_seq {
             return Ok(());
+        }
+        self.write_checkpoint().map(drop)
+    }
+
+    /// Signs and durably appends a checkpoint of the (durable) head; `None` for an empty chain.
+    fn write_checkpoint(&mut self) -> Result<Option<SignedCheckpoint>, JournalError> {
+        let seq = self.state.head_seq;
+        if seq == 0 {
+            return Ok(None);
         }
         let cp = Checkpoint {
             count: seq,
@@ -393,7 +427,8 @@ impl Writer {
             sovereign_id: self.cfg.sovereign_id.clone(),
             timestamp: format_utc(SystemTime::now()),
         };
-        let line = cp.sign(&self.state.key)?.to_line()?;
+        let signed = cp.sign(&self.state.key)?;
+        let line = signed.to_line()?;
         let path = &self.state.checkpoints_path;
         self.state
             .checkpoints
@@ -401,7 +436,7 @@ impl Writer {
             .and_then(|()| self.state.checkpoints.sync_data())
             .map_err(JournalError::io(path))?;
         self.last_checkpoint_seq = seq;
-        Ok(())
+        Ok(Some(signed))
     }
 
     /// Final flush and checkpoint (on `close`, or when every handle is gone).

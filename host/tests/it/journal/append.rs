@@ -48,6 +48,41 @@ async fn durable_appends_chain_rotate_and_checkpoint() {
 }
 
 #[tokio::test]
+async fn checkpoint_now_vouches_for_everything_queued_before_it() {
+    let f = Fixture::new();
+    let mut cfg = f.config();
+    cfg.checkpoint_every = 1_000;
+    // Batched: the appends are only queued; the checkpoint must still cover them.
+    cfg.durability = Durability::Batched {
+        window: Duration::from_secs(60),
+        max_entries: 1_000,
+    };
+    let (journal, _) = Journal::open_async(cfg).await.unwrap();
+    assert_eq!(journal.checkpoint_now().await.unwrap(), None, "empty chain");
+    for i in 0..7 {
+        assert_eq!(journal.append(draft(i)).await.unwrap(), Ack::Queued);
+    }
+    let cp = journal
+        .checkpoint_now()
+        .await
+        .unwrap()
+        .expect("a checkpoint");
+    assert_eq!((cp.checkpoint.seq, cp.checkpoint.count), (7, 7));
+    assert_eq!(journal.durable_seq(), 7, "durable before it is vouched for");
+    let last = Record::parse(read_lines(&f.segment(1))[6].as_bytes()).unwrap();
+    assert_eq!(cp.checkpoint.head_hash, last.journal_hash);
+    // Asked again with no new entry: a fresh line vouching for the same head.
+    let again = journal.checkpoint_now().await.unwrap().unwrap();
+    assert_eq!(again.checkpoint.head_hash, cp.checkpoint.head_hash);
+    assert_eq!(read_lines(&f.checkpoints()).len(), 2);
+    journal.close().await.unwrap();
+    let public = read_public_key(&public_key_path(&f.key)).unwrap();
+    let report = verify_dir(&f.dir, None, Some(&public)).unwrap();
+    assert!(report.is_ok(), "{report}");
+    assert_eq!(report.chains[0].checkpoints_checked, 2, "{report}");
+}
+
+#[tokio::test]
 async fn concurrent_appenders_share_fsyncs_without_losing_or_duplicating_seq() {
     let f = Fixture::new();
     let mut cfg = f.config();
