@@ -1,0 +1,3 @@
+module github.com/sovereign-gateway/sovereign-go
+
+go 1.19
