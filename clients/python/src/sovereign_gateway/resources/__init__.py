@@ -1,0 +1,1 @@
+"""The gateway-specific resources next to the openai SDK's."""
