@@ -39,6 +39,8 @@ pub struct Metrics {
     pub shared_fail_open_total: AtomicU64,
     pub shared_publish_failures_total: AtomicU64,
     pub shared_changes_received_total: AtomicU64,
+    pub shared_budget_acquires_total: AtomicU64,
+    pub shared_budget_draws_total: AtomicU64,
 }
 
 /// One exposed series: name, type, help text, value.
@@ -59,7 +61,7 @@ impl Metrics {
     }
 
     /// Every series, in the order exposed.
-    fn series(&self) -> [Series<'_>; 30] {
+    fn series(&self) -> [Series<'_>; 32] {
         [
             (
                 "sovereign_shared_failures_total",
@@ -84,6 +86,18 @@ impl Metrics {
                 "counter",
                 "Changes heard from other replicas (and resynchronisations)",
                 &self.shared_changes_received_total,
+            ),
+            (
+                "sovereign_shared_budget_acquires_total",
+                "counter",
+                "Budget reservations made in Redis (one round trip; the replica's lease renewed and its headroom refilled)",
+                &self.shared_budget_acquires_total,
+            ),
+            (
+                "sovereign_shared_budget_draws_total",
+                "counter",
+                "Budget reservations drawn on headroom this replica's lease already held (no round trip)",
+                &self.shared_budget_draws_total,
             ),
             (
                 "sovereign_tls_handshakes_total",

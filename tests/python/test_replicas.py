@@ -188,7 +188,8 @@ def test_a_budget_is_never_exceeded_by_200_requests_over_two_replicas_streams_in
             results = list(pool.map(call, range(200)))
         served = [r for r in results if r.status_code == 200]
         refused = [r for r in results if r.status_code == 429]
-        assert len(served) == 50 and len(refused) == 150, sorted(r.status_code for r in results)
+        others = [(r.status_code, r.text[:200]) for r in results if r.status_code not in (200, 429)]
+        assert len(served) == 50 and len(refused) == 150, (len(served), len(refused), others[:3])
         assert {r.headers["x-sovereign-id"] for r in served} == {"replica-0", "replica-1"}
         for r in refused:
             assert r.json()["error"]["type"] == "insufficient_quota"
@@ -200,6 +201,49 @@ def test_a_budget_is_never_exceeded_by_200_requests_over_two_replicas_streams_in
             assert spend["spent"] == pytest.approx(0.25) and spend["remaining"] == 0, spend
             harness.wait_for(lambda: b.get("/v1/admin/usage", params={"team_id": team["id"]})
                              .json()["total"]["requests"] == 50, timeout=10, what="usage of 50 requests")
+    finally:
+        stop_all(replicas)
+
+
+def metric(gw, name: str) -> int:
+    for line in httpx.get(f"{gw.url}/metrics", timeout=10).text.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_far_from_its_end_a_budget_is_drawn_on_leased_headroom_and_given_back_on_change(
+        sim, keys, pg, redis_server, tmp_path):
+    """With a budget far from exhausted, a replica reserves a slice of headroom with one request
+    and draws the next ones on it without a Redis round trip; what it holds counts as reserved
+    for every replica; when another replica changes the team, the headroom comes back."""
+    priced = harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0)
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "lease", models=priced)
+    try:
+        with admin(a_, keys) as a:
+            team = new_team(a, budget=100.0)  # 20,000 requests of R = 5,000 micros
+            key = new_key(a, team["id"])
+        auth = {"Authorization": f"Bearer {key['key']}"}
+        draws, acquires = metric(a_, "sovereign_shared_budget_draws_total"), \
+            metric(a_, "sovereign_shared_budget_acquires_total")
+        with httpx.Client(base_url=a_.url, headers=auth, timeout=30) as c:
+            for _ in range(40):
+                assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 5}).status_code == 200
+        drawn = metric(a_, "sovereign_shared_budget_draws_total") - draws
+        asked = metric(a_, "sovereign_shared_budget_acquires_total") - acquires
+        assert drawn + asked == 40 and asked <= 4, (drawn, asked)  # 16 requests' worth per lease
+        with admin(b_, keys) as b:
+            # B sees every request spent, and A's undrawn headroom held.
+            harness.wait_for(lambda: b.get(f"/v1/admin/teams/{team['id']}").json()["spend"]["spent"]
+                             == pytest.approx(0.2), timeout=10, what="A's settlements")
+            spend = b.get(f"/v1/admin/teams/{team['id']}").json()["spend"]
+            assert 0 < spend["reserved"] <= 16 * 0.005 + 1e-9, spend
+            assert spend["remaining"] == pytest.approx(100.0 - 0.2 - spend["reserved"])
+            # A change on B reaches A, which gives its headroom back.
+            assert b.patch(f"/v1/admin/teams/{team['id']}", json={"budget": 50.0}).status_code == 200
+            harness.wait_for(lambda: b.get(f"/v1/admin/teams/{team['id']}").json()["spend"]["reserved"] == 0,
+                             timeout=10, what="A's headroom given back")
+            assert b.get(f"/v1/admin/teams/{team['id']}").json()["spend"]["remaining"] == pytest.approx(49.8)
     finally:
         stop_all(replicas)
 

@@ -91,6 +91,8 @@ pub struct Budgets {
     metrics: Arc<Metrics>,
     /// Settlements on their way to the shared ledger (started with the first one).
     settler: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<shared::Settle>>,
+    /// This replica's side of its leases on the shared ledger.
+    leases: shared::Leases,
 }
 
 /// A reservation could not be made: this scope's budget cannot cover it.
@@ -122,6 +124,7 @@ impl Budgets {
             on_failure: OnFailure::Closed,
             metrics: Arc::default(),
             settler: std::sync::OnceLock::new(),
+            leases: shared::Leases::default(),
         }
     }
 
@@ -213,7 +216,7 @@ impl Budgets {
     }
 
     /// A scope's counters: the ledger's if it is loaded, else the store's.
-    pub async fn state(&self, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
+    pub async fn state(self: &Arc<Self>, scope: &BudgetScope) -> StoreResult<Option<BudgetState>> {
         // This replica's settlements first: a client reads its own spend.
         self.flush_settlements().await;
         if let Some(redis) = &self.shared
@@ -237,7 +240,8 @@ impl Budgets {
 
     /// After the store's limit changed (admin API): the ledger follows, reservations kept;
     /// thresholds are re-armed against the new limit.
-    pub async fn set_limit(&self, scope: &BudgetScope, limit: Option<Micros>) {
+    pub async fn set_limit(self: &Arc<Self>, scope: &BudgetScope, limit: Option<Micros>) {
+        self.changed(scope);
         if let Some(a) = self.lock().get_mut(scope) {
             a.limit = limit;
             a.fired = a.reached(&self.config.thresholds);
@@ -250,6 +254,13 @@ impl Budgets {
             Metrics::inc(&self.metrics.shared_failures_total);
             tracing::warn!(error = %e, "the shared budget limit could not follow the store's");
         }
+    }
+
+    /// Another replica changed this team or key (its limit, perhaps): the headroom this replica
+    /// leased on it is given back, so the next request asks Redis under the new terms.
+    pub fn changed(self: &Arc<Self>, scope: &BudgetScope) {
+        let name = shared::scope_name(scope);
+        self.give_back(|n, _| n == name);
     }
 
     /// After a team or key was deleted, or a rotation moved spend to a successor.

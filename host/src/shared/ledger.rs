@@ -2,31 +2,100 @@
 //! (`<ns>:budget:<scope>`: `limit` — absent when unlimited —, `spent`, `reserved`, `fired`, the
 //! thresholds already announced), loaded from the durable store on first use by whichever
 //! replica needs it first (`HSETNX` semantics: a later load never overwrites live counters).
-//! Reserve is one script over all of a request's scopes, so two replicas can never hold more
-//! than a budget between them; settlements (and releases: settlements of nothing) go in
-//! batches. Tokens per day are two counters per UTC day (`<ns>:tokens:<scope>:<day>`), expiring
-//! after two days.
+//! What a replica holds is a *lease* (`<ns>:lease:<scope>`: per replica, the amount it holds and
+//! when that expires, by Redis's clock): acquiring is one script over all of a request's scopes
+//! that reserves the request's amount — and, far from the budget's end, some headroom for the
+//! replica's next requests, which it then draws without a round trip — so replicas can never hold
+//! more than a budget between them. Settlements (and releases: settlements of nothing) move a
+//! request's amount from its replica's lease to `spent`, in batches. A dead replica's lease
+//! expires; a live one renews it. Tokens per day are two counters per UTC day
+//! (`<ns>:tokens:<scope>:<day>`), expiring after two days.
+
+use std::collections::HashMap;
 
 use super::{RedisShared, SharedError};
 
-/// KEYS: the scopes' hashes; ARGV[1]: the amount. {0}: reserved on all; {1, i, remaining}: the
-/// i-th (1-based) scope cannot cover it; {2, i…}: these scopes are not loaded yet.
-const RESERVE: &str = r"
-local amount = tonumber(ARGV[1])
+/// The live leases of a scope other than `me`'s, summed; expired ones deleted on the way.
+/// Fields: `<owner>` (amount held) and `<owner>:exp` (expiry, ms of Redis's clock); the owner
+/// is a replica's current run (`<sovereign_id>#<uuid>`).
+const HELD: &str = r"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function held_by_others(l, me, now)
+  local all = redis.call('HGETALL', l)
+  local held = 0
+  for j = 1, #all, 2 do
+    local f = all[j]
+    if string.sub(f, -4) ~= ':exp' and f ~= me then
+      if tonumber(redis.call('HGET', l, f .. ':exp') or '0') < now then
+        redis.call('HDEL', l, f, f .. ':exp')
+      else
+        held = held + tonumber(all[j + 1])
+      end
+    end
+  end
+  return held
+end
+";
+
+/// KEYS: per scope its budget hash and its lease hash; ARGV: amount, replica, lease ttl (ms),
+/// tail (headroom is leased only while what is left covers this many more requests), most
+/// (headroom: at most this many requests' worth, and an eighth of what is left), then per scope
+/// what the replica gives back of the headroom it held. {0, extra…}: reserved on all, with this
+/// much headroom leased per scope (-1: the scope has no limit); {1, i, remaining}: the i-th
+/// (1-based) scope cannot cover it; {2, i…}: these scopes are not loaded yet.
+const ACQUIRE: &str = r"
+local amount, me, ttl = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local tail, most = tonumber(ARGV[4]), tonumber(ARGV[5])
+local n = #KEYS / 2
 local missing = {}
-for i, k in ipairs(KEYS) do
-  if redis.call('EXISTS', k) == 0 then missing[#missing + 1] = i end
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[2 * i - 1]) == 0 then missing[#missing + 1] = i end
 end
 if #missing > 0 then return {2, unpack(missing)} end
-for i, k in ipairs(KEYS) do
-  local v = redis.call('HMGET', k, 'limit', 'spent', 'reserved')
+local now = now_ms()
+local own, avail = {}, {}
+for i = 1, n do
+  local b, l = KEYS[2 * i - 1], KEYS[2 * i]
+  local mine = tonumber(redis.call('HGET', l, me) or '0') - tonumber(ARGV[5 + i])
+  if mine < 0 then mine = 0 end
+  own[i] = mine
+  local v = redis.call('HMGET', b, 'limit', 'spent', 'reserved')
   if v[1] then
-    local remaining = tonumber(v[1]) - tonumber(v[2]) - tonumber(v[3])
-    if amount > remaining then return {1, i, remaining} end
+    avail[i] = tonumber(v[1]) - tonumber(v[2]) - tonumber(v[3] or '0') - held_by_others(l, me, now) - mine
   end
 end
-for _, k in ipairs(KEYS) do redis.call('HINCRBY', k, 'reserved', amount) end
-return {0}
+local refused = nil
+for i = 1, n do
+  if avail[i] and amount > avail[i] then refused = i; break end
+end
+local out = {0}
+for i = 1, n do
+  local extra = -1
+  if avail[i] then
+    extra = 0
+    if not refused then
+      local spare = avail[i] - amount
+      if spare >= tail * amount then extra = math.min(most * amount, math.floor(spare / 8)) end
+      own[i] = own[i] + amount + extra
+    end
+    redis.call('HSET', KEYS[2 * i], me, own[i], me .. ':exp', now + ttl)
+  end
+  out[#out + 1] = extra
+end
+if refused then return {1, refused, avail[refused]} end
+return out
+";
+
+/// KEYS: lease hashes; ARGV: replica, ttl (ms). Pushes the replica's expiry out where it holds.
+const RENEW: &str = r"
+local now = now_ms()
+for _, l in ipairs(KEYS) do
+  if redis.call('HEXISTS', l, ARGV[1]) == 1 then redis.call('HSET', l, ARGV[1] .. ':exp', now + tonumber(ARGV[2])) end
+end
+return 0
 ";
 
 /// Sets `fired` to the thresholds reached now (ARGV[first..]) and returns the newly reached
@@ -45,21 +114,26 @@ local function reached(k, first)
 end
 ";
 
-/// Settlements in one call: for the i-th (0-based), KEYS[4i+1..4i+2] its team's and key's budget
-/// scopes and KEYS[4i+3..4i+4] their token counters of the day; ARGV: n, the counters' expiry
-/// (s), then (reserved, actual, tokens) per settlement, then the thresholds. Per scope, in order,
-/// {spent, limit (-1: none), newly reached bits}; a scope not loaded (Redis lost it) is
-/// {-1, -1, 0}: its durable charge still reaches the store, and the next load starts from there.
+/// Settlements in one call: for the i-th (0-based), KEYS[6i+1..6i+2] its team's and key's budget
+/// scopes, KEYS[6i+3..6i+4] their lease hashes and KEYS[6i+5..6i+6] their token counters of the
+/// day; ARGV: replica, n, the counters' expiry (s), then (team's reserved, key's reserved,
+/// actual, tokens) per settlement, then the thresholds. The reserved amounts leave the replica's
+/// lease (unless it expired meanwhile), `actual` joins `spent`. Per scope, in order, {spent,
+/// limit (-1: none), newly reached bits}; a scope not loaded (Redis lost it) is {-1, -1, 0}: its
+/// durable charge still reaches the store, and the next load starts from there.
 const SETTLE: &str = r"
-local n, ttl = tonumber(ARGV[1]), ARGV[2]
-local first = 3 + 3 * n
+local me, n, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local first = 4 + 4 * n
 local out = {}
 for i = 0, n - 1 do
-  local reserved, actual, tokens = tonumber(ARGV[3 + 3 * i]), tonumber(ARGV[4 + 3 * i]), ARGV[5 + 3 * i]
+  local actual, tokens = tonumber(ARGV[6 + 4 * i]), ARGV[7 + 4 * i]
   for j = 1, 2 do
-    local k = KEYS[4 * i + j]
+    local k, l = KEYS[6 * i + j], KEYS[6 * i + 2 + j]
+    local reserved = tonumber(ARGV[3 + 4 * i + j])
+    if reserved > 0 and redis.call('HEXISTS', l, me) == 1 then
+      if redis.call('HINCRBY', l, me, -reserved) < 0 then redis.call('HSET', l, me, 0) end
+    end
     if redis.call('EXISTS', k) == 1 then
-      if redis.call('HINCRBY', k, 'reserved', -reserved) < 0 then redis.call('HSET', k, 'reserved', 0) end
       local spent = redis.call('HINCRBY', k, 'spent', actual)
       local newly = reached(k, first)
       out[#out + 1] = {spent, tonumber(redis.call('HGET', k, 'limit') or '-1'), newly}
@@ -67,9 +141,9 @@ for i = 0, n - 1 do
       out[#out + 1] = {-1, -1, 0}
     end
   end
-  for j = 3, 4 do
-    redis.call('INCRBY', KEYS[4 * i + j], tokens)
-    redis.call('EXPIRE', KEYS[4 * i + j], ttl)
+  for j = 5, 6 do
+    redis.call('INCRBY', KEYS[6 * i + j], tokens)
+    redis.call('EXPIRE', KEYS[6 * i + j], ttl)
   end
 end
 return out
@@ -109,22 +183,21 @@ const TOKENS_TTL_S: u64 = 2 * 86_400;
 /// The outcome of a shared reservation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reserved {
-    Admitted,
+    /// Reserved on every scope, with this much headroom leased per scope besides (`None`: the
+    /// scope has no limit).
+    Admitted(Vec<Option<i64>>),
     /// The scope at this index cannot cover it; what it has left.
-    Insufficient {
-        index: usize,
-        remaining: i64,
-    },
+    Insufficient { index: usize, remaining: i64 },
     /// These scopes (indexes) must be loaded from the store first.
     Unloaded(Vec<usize>),
 }
 
-/// One request's settlement: its team's and key's scopes, what was reserved, what it cost, its
-/// tokens and their day.
+/// One request's settlement: its team's and key's scopes, what was reserved on each, what it cost,
+/// its tokens and their day. Headroom given back is a settlement of nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settlement {
     pub scopes: [String; 2],
-    pub reserved: i64,
+    pub reserved: [i64; 2],
     pub actual: i64,
     pub tokens: u64,
     pub day: i64,
@@ -148,8 +221,18 @@ pub struct Counters {
     pub reserved: i64,
 }
 
+/// How headroom is leased: for `ttl`; only while what is left covers `tail` more requests of
+/// the one asking; at most `most` requests' worth (and an eighth of what is left).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTerms {
+    pub ttl: std::time::Duration,
+    pub tail: i64,
+    pub most: i64,
+}
+
 pub(super) struct Scripts {
-    reserve: redis::Script,
+    acquire: redis::Script,
+    renew: redis::Script,
     settle: redis::Script,
     load: redis::Script,
     set_limit: redis::Script,
@@ -160,7 +243,8 @@ impl Scripts {
     pub(super) fn new() -> Scripts {
         let with_reached = |s: &str| redis::Script::new(&format!("{REACHED}\n{s}"));
         Scripts {
-            reserve: redis::Script::new(RESERVE),
+            acquire: redis::Script::new(&format!("{HELD}\n{ACQUIRE}")),
+            renew: redis::Script::new(&format!("{HELD}\n{RENEW}")),
             settle: with_reached(SETTLE),
             load: with_reached(LOAD),
             set_limit: with_reached(SET_LIMIT),
@@ -168,6 +252,9 @@ impl Scripts {
         }
     }
 }
+
+/// A budget hash's `limit`, `spent` and `reserved` (absent: `None`).
+type BudgetFields = (Option<i64>, Option<i64>, Option<i64>);
 
 fn limit_arg(limit: Option<i64>) -> String {
     limit.map(|l| l.to_string()).unwrap_or_default()
@@ -178,22 +265,43 @@ impl RedisShared {
         format!("{}:budget:{scope}", self.namespace())
     }
 
+    fn lease_key(&self, scope: &str) -> String {
+        format!("{}:lease:{scope}", self.namespace())
+    }
+
     pub(super) fn tokens_key(&self, scope: &str, day: i64) -> String {
         format!("{}:tokens:{scope}:{day}", self.namespace())
     }
 
-    /// Holds `amount` on every scope, all or none.
-    pub async fn reserve(&self, scopes: &[String], amount: i64) -> Result<Reserved, SharedError> {
-        let mut inv = self.scripts.reserve.prepare_invoke();
+    /// Holds `amount` on every scope, all or none, in this replica's lease — with headroom
+    /// beside it on the terms given — after giving back `give_back[i]` of the headroom held on
+    /// the i-th scope.
+    pub async fn acquire(
+        &self,
+        scopes: &[String],
+        amount: i64,
+        give_back: &[i64],
+        terms: LeaseTerms,
+    ) -> Result<Reserved, SharedError> {
+        let mut inv = self.scripts.acquire.prepare_invoke();
         for s in scopes {
-            inv.key(self.budget_key(s));
+            inv.key(self.budget_key(s)).key(self.lease_key(s));
         }
-        inv.arg(amount);
+        inv.arg(amount)
+            .arg(self.lease_owner())
+            .arg(u64::try_from(terms.ttl.as_millis()).unwrap_or(u64::MAX))
+            .arg(terms.tail)
+            .arg(terms.most);
+        for g in give_back {
+            inv.arg(*g);
+        }
         let mut conn = self.conn.clone();
         let out: Vec<i64> = self.call(inv.invoke_async(&mut conn)).await?;
         let index = |v: i64| usize::try_from(v - 1).unwrap_or(0);
         Ok(match out.as_slice() {
-            [0] => Reserved::Admitted,
+            [0, extra @ ..] => {
+                Reserved::Admitted(extra.iter().map(|e| (*e >= 0).then_some(*e)).collect())
+            }
             [1, i, remaining] => Reserved::Insufficient {
                 index: index(*i),
                 remaining: *remaining,
@@ -201,6 +309,23 @@ impl RedisShared {
             [2, rest @ ..] => Reserved::Unloaded(rest.iter().map(|i| index(*i)).collect()),
             other => return Err(SharedError(format!("reserve script answered {other:?}"))),
         })
+    }
+
+    /// Pushes out the expiry of this replica's leases on these scopes (it still holds them).
+    pub async fn renew(
+        &self,
+        scopes: &[String],
+        ttl: std::time::Duration,
+    ) -> Result<(), SharedError> {
+        let mut inv = self.scripts.renew.prepare_invoke();
+        for s in scopes {
+            inv.key(self.lease_key(s));
+        }
+        inv.arg(self.lease_owner())
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let mut conn = self.conn.clone();
+        let _: i64 = self.call(inv.invoke_async(&mut conn)).await?;
+        Ok(())
     }
 
     /// Creates the scope's counters from the store's figures, unless a replica already did.
@@ -235,12 +360,20 @@ impl RedisShared {
                 inv.key(self.budget_key(scope));
             }
             for scope in &s.scopes {
+                inv.key(self.lease_key(scope));
+            }
+            for scope in &s.scopes {
                 inv.key(self.tokens_key(scope, s.day));
             }
         }
-        inv.arg(batch.len()).arg(TOKENS_TTL_S);
+        inv.arg(self.lease_owner())
+            .arg(batch.len())
+            .arg(TOKENS_TTL_S);
         for s in batch {
-            inv.arg(s.reserved).arg(s.actual).arg(s.tokens);
+            inv.arg(s.reserved[0])
+                .arg(s.reserved[1])
+                .arg(s.actual)
+                .arg(s.tokens);
         }
         for t in thresholds {
             inv.arg(*t);
@@ -281,29 +414,47 @@ impl RedisShared {
             .call(
                 redis::cmd("DEL")
                     .arg(self.budget_key(scope))
+                    .arg(self.lease_key(scope))
                     .query_async(&mut conn),
             )
             .await?;
         Ok(())
     }
 
-    /// The live counters of a scope; `None` when no replica has loaded it.
+    /// The live counters of a scope; `None` when no replica has loaded it. `reserved` is what
+    /// every replica's lease holds (in-flight requests and headroom not yet drawn).
     pub async fn counters(&self, scope: &str) -> Result<Option<Counters>, SharedError> {
         let mut conn = self.conn.clone();
-        let (limit, spent, reserved): (Option<i64>, Option<i64>, Option<i64>) = self
+        let ((limit, spent, reserved), leases): (BudgetFields, HashMap<String, i64>) = self
             .call(
-                redis::cmd("HMGET")
+                redis::pipe()
+                    .cmd("HMGET")
                     .arg(self.budget_key(scope))
                     .arg("limit")
                     .arg("spent")
                     .arg("reserved")
+                    .cmd("HGETALL")
+                    .arg(self.lease_key(scope))
                     .query_async(&mut conn),
             )
             .await?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let held: i64 = leases
+            .iter()
+            .filter(|(f, _)| !f.ends_with(":exp"))
+            .filter(|(f, _)| {
+                leases
+                    .get(&format!("{f}:exp"))
+                    .is_some_and(|exp| *exp >= now)
+            })
+            .map(|(_, amount)| *amount)
+            .sum();
         Ok(spent.map(|spent| Counters {
             limit,
             spent,
-            reserved: reserved.unwrap_or(0),
+            reserved: reserved.unwrap_or(0) + held,
         }))
     }
 

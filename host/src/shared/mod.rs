@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 pub use self::redis::RedisShared;
 use crate::config::{OnFailure, SharedConfig};
-pub use ledger::{Counters, Reserved, Settled, Settlement};
+pub use ledger::{Counters, LeaseTerms, Reserved, Settled, Settlement};
 
 /// Where shared state lives.
 #[derive(Clone)]

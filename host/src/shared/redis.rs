@@ -61,6 +61,9 @@ pub struct RedisShared {
     config: RedisConfig,
     channel: String,
     replica: String,
+    /// Whose budget leases this process holds: the replica and this run of it (a restarted
+    /// replica must not inherit, and keep renewing, what its previous run held).
+    lease_owner: String,
 }
 
 /// The GCRA script's answer as a [`Decision`].
@@ -103,11 +106,17 @@ impl RedisShared {
             channel: format!("{}:changes", config.namespace),
             config: config.clone(),
             replica: replica.to_owned(),
+            lease_owner: format!("{replica}#{}", uuid::Uuid::now_v7().simple()),
         })
     }
 
     pub fn namespace(&self) -> &str {
         &self.config.namespace
+    }
+
+    /// Whose lease a ledger script moves: this replica's current run.
+    pub(super) fn lease_owner(&self) -> &str {
+        &self.lease_owner
     }
 
     pub fn on_failure(&self) -> OnFailure {

@@ -20,7 +20,7 @@ use crate::journal::Journal;
 use crate::metrics::Metrics;
 use crate::routing;
 use crate::shared::{Change, Notice, Shared};
-use crate::store::{Clock, Store, SystemClock};
+use crate::store::{BudgetScope, Clock, KeyId, Store, SystemClock, TeamId};
 use crate::upstream::Upstreams;
 use crate::upstream::health::Health;
 use start::{load_guardrail, lock_data_dir, open_journal, retention_task};
@@ -284,6 +284,16 @@ impl AppState {
         {
             tracing::warn!(error = %e, document = %id, "indexing another replica's document change failed");
         }
+        match &notice {
+            Notice::Changed(Change::Team(id)) => self
+                .0
+                .budgets
+                .changed(&BudgetScope::Team(TeamId(id.clone()))),
+            Notice::Changed(Change::Key(id)) => {
+                self.0.budgets.changed(&BudgetScope::Key(KeyId(id.clone())));
+            }
+            _ => {}
+        }
         self.0.access.hear(notice).await;
         if webhooks && let Err(e) = self.0.webhooks.reload().await {
             tracing::warn!(error = %e, "reloading webhook subscriptions failed");
@@ -298,6 +308,8 @@ impl AppState {
         }
         // Every event emitted by a finished request persisted before the process ends.
         self.0.webhooks.shut_down().await;
+        // Settlements written and leased budget headroom given back, for the other replicas.
+        self.0.budgets.flush_settlements().await;
         if let Some(journal) = &self.0.journal {
             match journal.clone().close().await {
                 Ok(seq) => tracing::info!(head_seq = seq, "journal closed"),
