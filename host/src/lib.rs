@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod budget;
 pub mod config;
+pub mod console;
 pub mod demo;
 pub mod events;
 pub mod facts;

@@ -14,6 +14,7 @@ use crate::api::{
     vector_stores,
 };
 use crate::config::Role;
+use crate::console;
 use crate::pipeline::{admission, audit, context, events};
 use crate::server::error::ApiError;
 use crate::state::AppState;
@@ -23,7 +24,7 @@ use crate::state::AppState;
 ///    request counters;
 /// 2. `catch_panic` — a bug in a handler becomes a 500 in the error shape, not a dropped socket;
 /// 3. `authenticate` — per-address rate limit, then the key (401), on everything except
-///    `/healthz` and `/metrics`;
+///    `/healthz`, `/metrics` and the console's static files (`/console/…`);
 /// 4. `audit::journal` — one activity-journal entry per authenticated request, durable before
 ///    the response completes. Inside `authenticate` (no entry without a valid key: those are
 ///    counted in metrics) and outside every other layer and handler, so refusals by later inner
@@ -189,6 +190,10 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
+        // The console's static files: public code (no key), the data comes from the API.
+        .route("/console", get(console::redirect))
+        .route("/console/", get(console::index))
+        .route("/console/{*path}", get(console::asset))
         .merge(authenticated)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             context::panic_response,

@@ -33,7 +33,10 @@ DOC_PATH = harness.REPO / "clients" / "openapi.json"
 ROUTES_RS = harness.REPO / "host" / "src" / "routes.rs"
 DOC_URI = "urn:sovereign:openapi"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-UNROUTED = {("get", "/healthz"), ("get", "/metrics")}
+# Routes outside authentication (no key, no role: `x-roles: []`, `security: []`): health, metrics
+# and the console's static files (docs/CONSOLE.md).
+UNROUTED = {("get", "/healthz"), ("get", "/metrics"), ("get", "/console"), ("get", "/console/"),
+            ("get", "/console/{path}")}
 ALL_ROLES = {"member", "auditor", "admin"}
 FIXTURE_PDF = harness.REPO / "host" / "documents" / "tests" / "fixtures" / "ar_harfbuzz.pdf"
 AR_QUESTION = "ما هي مدة الاحتفاظ بسجلات العملاء؟"  # the fixture's page 1 answers it
@@ -128,12 +131,14 @@ def route_table() -> dict[tuple[str, str], str]:
         path = re.match(r'\s*"([^"]+)"\s*,', args)
         assert path, f"a .route( call without a literal path: {args[:80]}"
         rest = args[path.end():]
+        # axum's catch-all `{*name}` is OpenAPI's `{name}` (a parameter that may hold `/`).
+        route_path = re.sub(r"\{\*(\w+)\}", r"{\1}", path.group(1))
         methods = re.findall(r"(?<![\w:])(get|post|put|patch|delete|head|options)\s*\(", rest)
         assert methods, f"no method router in .route({args[:80]})"
         group = max((g for g in groups if g[0] < m.start()), default=(0, "<top>"))[1]
         for method in methods:
-            assert (method, path.group(1)) not in table, f"{method} {path.group(1)} routed twice"
-            table[(method, path.group(1))] = group
+            assert (method, route_path) not in table, f"{method} {route_path} routed twice"
+            table[(method, route_path)] = group
     return table
 
 

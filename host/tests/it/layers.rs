@@ -32,6 +32,7 @@ const LAYERS: &[(&str, u8)] = &[
     // The route table, then the HTTP band: endpoints, the request pipeline, the shared state,
     // transport.
     ("routes", 80),
+    ("console", 70), // the console's embedded files; server (the error shape)
     ("api", 70),
     ("admin", 70),
     ("pipeline", 60),

@@ -1,0 +1,284 @@
+// The console in a real browser against the real binary (issue 20): sign in, create a team and a
+// key in the UI and use the key from the openai SDK, revoke it and see the SDK get 401, find the
+// request in the journal, verify, the auditor's view (no create buttons; the API says 403 too),
+// Arabic rendered right-to-left; and each other page used once (usage and budget burn, policies,
+// a document uploaded, queried and deleted, a webhook subscribed and its test event delivered).
+// A screenshot of each page goes to artifacts/.
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createServer } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+
+import OpenAI from 'openai';
+
+import { HERE, launchBrowser, startDemo } from './gateway.js';
+
+const ARTIFACTS = join(HERE, 'artifacts');
+const TEAM_NAME = 'فريق الامتثال';
+const PROMPT = 'ما هي سياسة الاحتفاظ بالبيانات في المملكة؟';
+const ACTOR = 'مدقق-الامتثال';
+const KEY_NAME = 'console-test-key';
+const DOC_TEXT = 'سياسة الاحتفاظ بالبيانات: تحتفظ الشركة بسجلات العملاء لمدة خمس سنوات.';
+const QUESTION = 'ما مدة الاحتفاظ بسجلات العملاء؟';
+const ROUTING_DOC = 'name: console-test-policy\nroutes:\n  - name: small-prompts\n    condition: "prompt_tokens < 500"\n    model: llama-3.2-3b-instruct\ndefault: jais-30b-chat\n';
+const WAIT = { timeout: 15_000 };
+
+let gw;
+let browser;
+let page;
+let teamId;
+let secret;
+
+async function shot(p, name) {
+  await p.evaluate(() => window.scrollTo(0, 0));
+  await p.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
+}
+
+async function signIn(p, key) {
+  await p.goto(`${gw.url}/console/`);
+  await p.fill('#key', key);
+  await p.click('#sign-in-button');
+}
+
+/** The computed `direction` of the first element matching `selector` whose text is `text`. */
+function direction(p, selector, text) {
+  return p.locator(selector, { hasText: text }).first().evaluate((el) => getComputedStyle(el).direction);
+}
+
+function sdk(key) {
+  return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000 });
+}
+
+describe('console', () => {
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    gw = await startDemo();
+    browser = await launchBrowser(gw.dir);
+    page = await browser.newPage();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await gw?.stop();
+  });
+
+  test('served from the binary without a key, with the security headers', async () => {
+    const res = await page.goto(`${gw.url}/console`);
+    assert.equal(new URL(page.url()).pathname, '/console/');
+    const h = res.headers();
+    assert.match(h['content-security-policy'], /default-src 'self'; script-src 'self'/);
+    assert.match(h['content-security-policy'], /frame-ancestors 'none'/);
+    assert.equal(h['x-content-type-options'], 'nosniff');
+    assert.equal(h['referrer-policy'], 'no-referrer');
+    assert.equal(h['cache-control'], 'no-cache');
+    const missing = await fetch(`${gw.url}/console/nope.js`);
+    assert.equal(missing.status, 404);
+    assert.equal((await missing.json()).error.code, 'not_found');
+    await page.locator('#sign-in').waitFor(WAIT);
+    await shot(page, 'sign-in');
+  });
+
+  test('a member key is refused with a clear message', async () => {
+    await signIn(page, gw.keys.member);
+    await page.locator('#sign-in-error', { hasText: 'neither an admin nor an auditor' }).waitFor(WAIT);
+  });
+
+  test('admin signs in; the key is in sessionStorage only', async () => {
+    await signIn(page, gw.keys.admin);
+    await page.locator('#role', { hasText: 'admin' }).waitFor(WAIT);
+    const stored = await page.evaluate(() => ({ session: Object.values(sessionStorage), local: localStorage.length, cookie: document.cookie }));
+    assert.deepEqual(stored, { session: [gw.keys.admin], local: 0, cookie: '' });
+    assert.ok(!page.url().includes(gw.keys.admin));
+  });
+
+  test('create a team (Arabic name, rendered RTL) and a key; the secret is shown once', async () => {
+    await page.goto(`${gw.url}/console/#/teams`);
+    await page.fill('#team-name', TEAM_NAME);
+    await page.fill('#team-form input[name=budget]', '0.05');
+    await page.click('#create-team');
+    const cell = page.locator('#teams-table .team-name', { hasText: TEAM_NAME });
+    await cell.waitFor(WAIT);
+    assert.equal(await cell.evaluate((el) => getComputedStyle(el).direction), 'rtl');
+    teamId = (await page.locator('#teams-table tr', { hasText: TEAM_NAME }).locator('td').nth(1).innerText()).trim();
+    assert.match(teamId, /^team_/);
+    assert.equal(await page.locator('#key-team').inputValue(), teamId, 'the new team is preselected');
+    await page.fill('#key-name', KEY_NAME);
+    await page.selectOption('#key-role', 'member');
+    await page.click('#create-key');
+    await page.locator('#new-secret').waitFor(WAIT);
+    secret = (await page.locator('#new-secret').innerText()).trim();
+    assert.match(secret, /^sk-sov-/);
+    await page.locator('#keys-table tr', { hasText: KEY_NAME }).waitFor(WAIT);
+    await shot(page, 'teams-and-keys');
+  });
+
+  test('the new key works from the openai SDK (Arabic prompt to auto-router)', async () => {
+    const answer = await sdk(secret).chat.completions.create({
+      model: 'auto-router', messages: [{ role: 'user', content: PROMPT }], user: ACTOR,
+    });
+    assert.ok(answer.choices[0].message.content.length > 0);
+  });
+
+  test('revoked in the UI, the SDK gets 401 at once', async () => {
+    const row = page.locator('#keys-table tr', { hasText: KEY_NAME });
+    await row.locator('button[data-action=revoke]').click();
+    await row.locator('button[data-action=revoke]', { hasText: 'Confirm revoke' }).click();
+    await page.locator('.notice.ok', { hasText: 'revoked' }).waitFor(WAIT);
+    await page.locator('#keys-table tr', { hasText: KEY_NAME }).locator('.badge.revoked').waitFor(WAIT);
+    await assert.rejects(
+      sdk(secret).chat.completions.create({ model: 'auto-router', messages: [{ role: 'user', content: PROMPT }] }),
+      (e) => e instanceof OpenAI.AuthenticationError && e.status === 401,
+    );
+  });
+
+  test('the request is in the journal (filtered by team); its actor renders RTL; export JSONL and CSV', async () => {
+    await page.goto(`${gw.url}/console/#/journal`);
+    await page.locator('#journal-form').waitFor(WAIT);
+    await page.fill('#journal-team', teamId);
+    await page.click('#journal-search');
+    const row = page.locator('#journal-table tbody tr', { hasText: 'chat.completions' }).first();
+    await row.waitFor(WAIT);
+    // Filtered by the team: every row is the team's.
+    const teams = await page.locator('#journal-table tbody tr td:nth-child(3)').allInnerTexts();
+    assert.ok(teams.length >= 1 && teams.every((t) => t.trim() === teamId), teams.join(','));
+    assert.equal(await direction(page, '#journal-table .actor', ACTOR), 'rtl');
+    await row.click();
+    const detail = page.locator('#entry-detail');
+    await detail.waitFor(WAIT);
+    const text = await detail.innerText();
+    assert.match(text, /Journal hash\s+sha256:[0-9a-f]{64}/);
+    assert.match(text, /Residency boundary\s+\S+/);
+    assert.equal(await direction(page, '#entry-detail .actor', ACTOR), 'rtl');
+    await shot(page, 'journal');
+    // The same filter exported: JSONL lines exactly as the chain holds them, and CSV.
+    const [jsonl] = await Promise.all([page.waitForEvent('download', WAIT), page.click('#export-jsonl')]);
+    assert.match(jsonl.suggestedFilename(), /^journal-.*\.jsonl$/);
+    const lines = readFileSync(await jsonl.path(), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.ok(lines.length >= 1 && lines.every((l) => l.team_id === teamId && l.journal_hash));
+    assert.ok(lines.some((l) => l.actor_id === ACTOR && l.action === 'chat.completions'));
+    const [csv] = await Promise.all([page.waitForEvent('download', WAIT), page.click('#export-csv')]);
+    assert.match(readFileSync(await csv.path(), 'utf8'), /^seq,timestamp,request_id/);
+  });
+
+  test('verify: the server report and the in-browser check both say OK', async () => {
+    await page.click('#verify-server');
+    await page.locator('#verify-result', { hasText: 'OK — the journal verifies' }).waitFor(WAIT);
+    await page.click('#verify-offline');
+    await page.locator('#verify-result', { hasText: 'recomputed in this browser' }).waitFor(WAIT);
+    const result = await page.locator('#verify-result').innerText();
+    assert.match(result, /^OK/);
+    assert.match(result, /[1-9]\d* signed checkpoints matched \(signatures checked\)/);
+    await shot(page, 'journal-verified');
+  });
+
+  test('usage (budget burn with its thresholds); policies: upload a version, roll back', async () => {
+    await page.goto(`${gw.url}/console/#/usage`);
+    await page.locator('#usage-table').waitFor(WAIT);
+    await page.locator('#usage-charts svg rect.s0').first().waitFor(WAIT);
+    // The Arabic team's budget burn, its thresholds marked.
+    const burn = page.locator('#budget-burn figure', { hasText: TEAM_NAME });
+    await burn.waitFor(WAIT);
+    assert.equal(await burn.locator('line[data-threshold]').count(), 3);
+    assert.equal(await burn.locator('.burn-name').evaluate((el) => getComputedStyle(el).direction), 'rtl');
+    await shot(page, 'usage');
+    await page.goto(`${gw.url}/console/#/policies`);
+    await page.locator('#policies-table').waitFor(WAIT);
+    await page.locator('#guardrail-form').waitFor(WAIT);
+    // The Arabic chat request was routed by the demo's policy.
+    await page.locator('#served-by tr', { hasText: 'jais-30b-chat' }).waitFor(WAIT);
+    // Upload a routing document (active at once), then roll back to the first version.
+    await page.fill('#policy-form textarea[name=document]', ROUTING_DOC);
+    await page.click('#policy-form button[type=submit]');
+    await page.locator('#policies-table tr', { hasText: 'console-test-policy' }).locator('.badge.active').waitFor(WAIT);
+    await page.locator('#policies-table tr', { hasText: 'pol_1' }).locator('button[data-action=activate]', { hasText: 'Roll back' }).click();
+    await page.locator('#policies-table tr', { hasText: 'pol_1' }).locator('.badge.active').waitFor(WAIT);
+    await shot(page, 'policies');
+  });
+
+  test('documents: upload, list, a retrieval query with citations and confidence, delete', async () => {
+    await page.goto(`${gw.url}/console/#/documents`);
+    await page.locator('#document-form').waitFor(WAIT);
+    await page.setInputFiles('#document-form input[name=file]', {
+      name: 'سياسة-الاحتفاظ.txt', mimeType: 'text/plain', buffer: Buffer.from(`${DOC_TEXT}\n`),
+    });
+    await page.fill('#document-form input[name=collection]', 'console-test');
+    await page.click('#document-form button[type=submit]');
+    const row = page.locator('#documents-table tr', { hasText: 'console-test' });
+    await row.waitFor(WAIT);
+    assert.equal(await direction(page, '#documents-table td span', 'سياسة-الاحتفاظ'), 'rtl');
+    await page.fill('#rag-form textarea[name=query]', QUESTION);
+    await page.fill('#rag-form input[name=collection]', 'console-test');
+    await page.click('#rag-form button[type=submit]');
+    await page.locator('#rag-confidence').waitFor(WAIT);
+    assert.ok(Number(await page.locator('#rag-confidence').innerText()) > 0);
+    const citation = page.locator('#rag-result blockquote p', { hasText: 'خمس سنوات' });
+    await citation.waitFor(WAIT);
+    assert.equal(await citation.evaluate((el) => getComputedStyle(el).direction), 'rtl');
+    await shot(page, 'documents');
+    await row.locator('button[data-action=delete]').click();
+    await row.locator('button[data-action=delete]', { hasText: 'Confirm delete' }).click();
+    await page.locator('#page .notice.ok', { hasText: 'deleted' }).waitFor(WAIT);
+    await page.locator('#documents-table tr', { hasText: 'console-test' }).waitFor({ state: 'detached', ...WAIT });
+  });
+
+  test('webhooks: subscribe (secret shown once), send a test event, see it delivered', async () => {
+    const received = [];
+    const receiver = createServer((req, res) => {
+      req.resume();
+      received.push(req.headers['webhook-id']);
+      res.writeHead(204).end();
+    });
+    await new Promise((ok) => receiver.listen(0, '127.0.0.1', ok));
+    try {
+      const url = `http://127.0.0.1:${receiver.address().port}/hook`;
+      await page.goto(`${gw.url}/console/#/webhooks`);
+      await page.locator('#webhook-form').waitFor(WAIT);
+      await page.fill('#webhook-form input[name=url]', url);
+      await page.check('#webhook-form input[name=events][value="*"]');
+      await page.fill('#webhook-form input[name=description]', 'تنبيهات فريق الامتثال');
+      await page.click('#webhook-form button[type=submit]');
+      assert.match(await page.locator('#new-secret').innerText(), /^whsec_/);
+      const row = page.locator('#webhooks-table tr', { hasText: url });
+      await row.waitFor(WAIT);
+      await row.locator('button[data-action=test]').click();
+      await page.locator('#deliveries-table .badge.delivered').first().waitFor(WAIT);
+      assert.ok(received.length >= 1);
+      await shot(page, 'webhooks');
+    } finally {
+      receiver.close();
+    }
+  });
+
+  test('auditor: journal and usage, no create buttons; the API says 403 anyway', async () => {
+    const auditor = await browser.newPage();
+    await signIn(auditor, gw.keys.auditor);
+    await auditor.locator('#role', { hasText: 'auditor' }).waitFor(WAIT);
+    const nav = (await auditor.locator('#nav a').allInnerTexts()).map((s) => s.trim());
+    assert.ok(nav.includes('Journal') && nav.includes('Usage'), nav.join(','));
+    assert.ok(!nav.includes('Teams & keys') && !nav.includes('Policies') && !nav.includes('Webhooks'), nav.join(','));
+    // The admin page's address sends an auditor elsewhere: its buttons never exist.
+    await auditor.goto(`${gw.url}/console/#/teams`);
+    await auditor.waitForURL(/#\/usage$/, WAIT);
+    await auditor.locator('#usage-table, #page p.muted:has-text("No usage")').first().waitFor(WAIT);
+    assert.equal(await auditor.locator('#create-key, #create-team, #key-form, #team-form').count(), 0);
+    await auditor.goto(`${gw.url}/console/#/documents`);
+    await auditor.locator('#page h1', { hasText: 'Documents' }).waitFor(WAIT);
+    assert.equal(await auditor.locator('#document-form, button[data-action=delete]').count(), 0);
+    await auditor.goto(`${gw.url}/console/#/journal`);
+    await auditor.locator('#journal-table').waitFor(WAIT);
+    assert.equal(await auditor.locator('#verify-server').count(), 0);
+    await shot(auditor, 'auditor-journal');
+    // The same key, straight to the API from the page: 403.
+    const status = await auditor.evaluate(async () => {
+      const r = await fetch('/v1/admin/keys', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${sessionStorage.getItem('sovereign.console.key')}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ team_id: 'demo', role: 'member' }),
+      });
+      return [r.status, (await r.json()).error.code];
+    });
+    assert.deepEqual(status, [403, 'insufficient_permissions']);
+    await auditor.close();
+  });
+});
