@@ -429,7 +429,15 @@ async fn a_warm_pool_reuses_instances_and_retires_them_after_n_calls() {
 
 #[tokio::test]
 async fn a_warm_instance_is_retired_on_any_trap_and_keeps_the_same_limits() {
-    let p = warm_hostile(1000).await;
+    // A smaller cap and a longer deadline than TEST_LIMITS: growing to 32 MiB took longer than
+    // 25 ms on a loaded 2-core CI machine (debug host), which made `grow` a timeout, not a trap.
+    let limits = CallLimits {
+        pool: PoolMode::Warm,
+        deadline: Duration::from_millis(100),
+        memory_bytes: 8 << 20,
+        ..TEST_LIMITS
+    };
+    let p = load(policy_artifacts::HOSTILE, &[], limits).await.unwrap();
     let made = || p.pool_stats().unwrap().0;
     assert_eq!(made(), 1);
     p.route(&facts("en", 10), &fleet()).await.unwrap();
