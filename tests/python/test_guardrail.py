@@ -272,3 +272,66 @@ def test_a_blocked_entity_in_a_stream_ends_it_with_an_error_event(guarded, keys,
         assert whole.status_code == 400 and whole.json()["error"]["code"] == "pii_in_output"
     finally:
         sim_reply(sim, "jais-30b-chat", None)
+
+
+# Large inputs (issue 19): the guardrail's deadline and memory grow with the text, so a prompt
+# near the 4 MiB body limit is checked, not refused by a timer; past `max_scanned_mib` it is a 413.
+
+def large_prompt(size: int, needle: str) -> str:
+    """About `size` bytes of mixed Arabic and English text with `needle` in the middle."""
+    unit = "تقرير الربع الثالث عن المبيعات في الرياض وجدة. Quarterly sales report for the region. "
+    half = unit * (size // 2 // len(unit.encode()))
+    return half + needle + " " + half
+
+
+def test_a_3_5_mb_arabic_and_english_prompt_with_a_card_number_is_blocked_not_timed_out(guarded, keys, sim):
+    before = len(harness.sim_requests(sim))
+    prompt = large_prompt(3_500_000, "ادفع بالبطاقة 4111 1111 1111 1111 اليوم")
+    assert 3_400_000 < len(prompt.encode()) < 4 << 20
+    r = chat(guarded, keys, prompt, model="qwen2.5-coder-32b")
+    assert r.status_code == 400, r.text[:500]
+    err = r.json()["error"]
+    assert (err["type"], err["code"]) == ("guardrail_violation", "pii_detected"), err
+    assert "credit_card" in err["message"]
+    assert len(harness.sim_requests(sim)) == before
+
+
+def test_a_3_5_mb_prompt_with_an_email_is_redacted_and_sent(guarded, keys, sim):
+    prompt = large_prompt(3_500_000, "write to salem@example.sa")
+    r = chat(guarded, keys, prompt, model="qwen2.5-coder-32b")
+    assert r.status_code == 200, r.text[:500]
+    sent = harness.sim_requests(sim)[-1]["body"]["messages"][0]["content"]
+    assert "salem@example.sa" not in sent and len(sent) > 1_000_000
+
+
+@pytest.fixture
+def scan_capped(sim, gateway_factory, tmp_path):
+    """A guardrail that checks at most 1 MiB of text per call."""
+    return gateway_factory(harness.fleet_models(sim.url), default_model="qwen2.5-coder-32b",
+                           extra=harness.UNLIMITED
+                           + f"\n[guardrail]\nsettings = {json.dumps(SETTINGS)}\nmax_scanned_mib = 1\n",
+                           journal={"enabled": True})
+
+
+def test_more_text_than_the_guardrail_scans_is_a_clear_413(scan_capped, keys, sim):
+    before = len(harness.sim_requests(sim))
+    r = chat(scan_capped, keys, large_prompt(1_500_000, "nothing personal"), model="qwen2.5-coder-32b")
+    assert r.status_code == 413, r.text[:500]
+    err = r.json()["error"]
+    assert (err["type"], err["code"]) == ("invalid_request_error", "too_large_to_scan"), err
+    assert "max_scanned_mib" in err["message"]
+    assert len(harness.sim_requests(sim)) == before
+    # Just under the cap is checked and passes.
+    r = chat(scan_capped, keys, large_prompt(900_000, "nothing personal"), model="qwen2.5-coder-32b")
+    assert r.status_code == 200, r.text[:500]
+
+
+def test_an_answer_larger_than_the_guardrail_scans_is_not_passed_on(scan_capped, keys, sim):
+    sim_reply(sim, "qwen2.5-coder-32b", "word " * 300_000)
+    try:
+        r = chat(scan_capped, keys, "hello", model="qwen2.5-coder-32b")
+    finally:
+        sim_reply(sim, "qwen2.5-coder-32b", None)
+    assert r.status_code == 502, r.text[:500]
+    assert r.json()["error"]["code"] == "answer_too_large_to_scan"
+    assert "word word" not in r.text

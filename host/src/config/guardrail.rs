@@ -23,6 +23,25 @@ pub(super) struct RawGuardrail {
     deadline_ms: u64,
     #[serde(default = "default_policy_memory_mb")]
     memory_mb: u64,
+    /// Added to `deadline_ms` per MiB of text checked.
+    #[serde(default = "default_deadline_ms_per_mib")]
+    deadline_ms_per_mib: u64,
+    /// Added to `memory_mb` per MiB of text checked (the host's 128 MiB cap still bounds it).
+    #[serde(default = "default_memory_mb_per_mib")]
+    memory_mb_per_mib: u64,
+    /// The most text one check covers; a request with more is refused with a 413.
+    #[serde(default = "default_max_scanned_mib")]
+    max_scanned_mib: u64,
+}
+
+fn default_deadline_ms_per_mib() -> u64 {
+    crate::policy::guardrail::DEFAULT_DEADLINE_MS_PER_MIB
+}
+fn default_memory_mb_per_mib() -> u64 {
+    crate::policy::guardrail::DEFAULT_MEMORY_MIB_PER_MIB as u64
+}
+fn default_max_scanned_mib() -> u64 {
+    crate::policy::guardrail::DEFAULT_MAX_SCANNED_MIB as u64
 }
 
 /// `[guardrail]`, validated.
@@ -33,6 +52,9 @@ pub struct GuardrailConfig {
     pub settings: Option<String>,
     pub deadline: Duration,
     pub memory_bytes: usize,
+    pub deadline_per_mib: Duration,
+    pub memory_per_mib: usize,
+    pub max_scanned_bytes: usize,
 }
 
 pub(super) fn validate(
@@ -60,10 +82,29 @@ pub(super) fn validate(
     if g.memory_mb == 0 || g.memory_mb > 128 {
         err("guardrail.memory_mb".into(), "must be between 1 and 128");
     }
+    if g.deadline_ms_per_mib > 10_000 {
+        err(
+            "guardrail.deadline_ms_per_mib".into(),
+            "must be at most 10000",
+        );
+    }
+    if g.memory_mb_per_mib > 64 {
+        err("guardrail.memory_mb_per_mib".into(), "must be at most 64");
+    }
+    if g.max_scanned_mib == 0 || g.max_scanned_mib > 64 {
+        err(
+            "guardrail.max_scanned_mib".into(),
+            "must be between 1 and 64",
+        );
+    }
+    let mib = |n: u64| usize::try_from(n.min(1 << 16) << 20).unwrap_or(usize::MAX);
     GuardrailConfig {
         component,
         settings: g.settings,
         deadline: Duration::from_millis(g.deadline_ms),
-        memory_bytes: usize::try_from(g.memory_mb << 20).unwrap_or(usize::MAX),
+        memory_bytes: mib(g.memory_mb),
+        deadline_per_mib: Duration::from_millis(g.deadline_ms_per_mib),
+        memory_per_mib: mib(g.memory_mb_per_mib),
+        max_scanned_bytes: mib(g.max_scanned_mib),
     }
 }

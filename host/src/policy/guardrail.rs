@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::bindings::{CallState, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage};
 use super::{CallLimits, PolicyError, PolicyHost, RouteFacts};
@@ -67,6 +67,56 @@ pub fn apply(texts: &mut [String], redactions: &[Redaction]) {
     }
 }
 
+/// How a guardrail call's limits grow with the text it checks, and the most text it checks: a
+/// long prompt gets a longer deadline and more memory instead of a timeout (docs/GUARDRAIL.md,
+/// "Large inputs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputScaling {
+    /// Added to the deadline per MiB of text.
+    pub deadline_per_mib: Duration,
+    /// Added to the memory cap per MiB of text (the host's cap still bounds the sum).
+    pub memory_per_mib: usize,
+    /// The most text (bytes, all messages) one call checks; more is refused before the call.
+    pub max_bytes: usize,
+}
+
+impl Default for InputScaling {
+    fn default() -> Self {
+        InputScaling {
+            deadline_per_mib: Duration::from_millis(DEFAULT_DEADLINE_MS_PER_MIB),
+            memory_per_mib: DEFAULT_MEMORY_MIB_PER_MIB << 20,
+            max_bytes: DEFAULT_MAX_SCANNED_MIB << 20,
+        }
+    }
+}
+
+/// Defaults of [`InputScaling`] (and of `[guardrail]`'s keys of the same names). The built-in
+/// guardrail takes about 6–8 ms and 2.5 MiB of memory per MiB of text (docs/GUARDRAIL.md,
+/// "Large inputs"): the deadline leaves a wide margin for a loaded machine; 8 MiB is twice the
+/// default body limit, so every accepted prompt is scanned.
+pub const DEFAULT_DEADLINE_MS_PER_MIB: u64 = 100;
+pub const DEFAULT_MEMORY_MIB_PER_MIB: usize = 4;
+pub const DEFAULT_MAX_SCANNED_MIB: usize = 8;
+
+impl InputScaling {
+    /// `base` grown for `bytes` of text: deadline and memory each add their share per MiB.
+    pub fn limits_for(&self, base: CallLimits, bytes: usize) -> CallLimits {
+        const MIB: u128 = 1 << 20;
+        let bytes = bytes as u128;
+        let extra_ns = self.deadline_per_mib.as_nanos() * bytes / MIB;
+        let extra_mem = (self.memory_per_mib as u128 * bytes).div_ceil(MIB);
+        CallLimits {
+            deadline: base.deadline.saturating_add(Duration::from_nanos(
+                u64::try_from(extra_ns).unwrap_or(u64::MAX),
+            )),
+            memory_bytes: base
+                .memory_bytes
+                .saturating_add(usize::try_from(extra_mem).unwrap_or(usize::MAX)),
+            ..base
+        }
+    }
+}
+
 /// A loaded guardrail. Cheap to share; calls run concurrently.
 pub struct GuardrailPolicy {
     host: PolicyHost,
@@ -75,6 +125,7 @@ pub struct GuardrailPolicy {
     pre: GuardrailPolicyPre<CallState>,
     settings: Arc<HashMap<String, String>>,
     limits: CallLimits,
+    scaling: InputScaling,
 }
 
 impl std::fmt::Debug for GuardrailPolicy {
@@ -112,6 +163,7 @@ impl GuardrailPolicy {
                 pre,
                 settings: Arc::new(settings),
                 limits,
+                scaling: InputScaling::default(),
             })
         })
         .await
@@ -137,14 +189,31 @@ impl GuardrailPolicy {
         &self.sha256
     }
 
+    /// The same policy with its limits scaled by `scaling` (the default until set).
+    #[must_use]
+    pub fn with_scaling(mut self, scaling: InputScaling) -> Self {
+        self.scaling = scaling;
+        self
+    }
+
     /// Checks `texts` (message contents; roles are not needed by the built-in guardrail and are
-    /// passed as `user` for input and `assistant` for output) in a fresh instance.
+    /// passed as `user` for input and `assistant` for output) in a fresh instance, under limits
+    /// grown for their size; more text than the scaling's maximum is refused without a call.
     pub async fn check(
         &self,
         stage: Stage,
         facts: &RouteFacts,
         texts: &[String],
     ) -> Result<Verdict, PolicyError> {
+        let bytes = texts.iter().map(String::len).sum::<usize>();
+        if bytes > self.scaling.max_bytes {
+            return Err(PolicyError::TooLarge {
+                policy: self.id.to_string(),
+                bytes,
+                max: self.scaling.max_bytes,
+            });
+        }
+        let limits = super::call::capped(&self.host, self.scaling.limits_for(self.limits, bytes));
         let role = match stage {
             Stage::Input => "user",
             Stage::Output => "assistant",
@@ -160,31 +229,25 @@ impl GuardrailPolicy {
             Stage::Input => WitStage::Input,
             Stage::Output => WitStage::Output,
         };
-        let budget = self.host.ticks(self.limits.deadline);
+        let budget = self.host.ticks(limits.deadline);
         let mut store = super::call::new_store(
             &self.host,
             self.id.clone(),
             self.settings.clone(),
-            self.limits,
+            limits,
             budget,
         );
         let instance = match self.pre.instantiate_async(&mut store).await {
             Ok(i) => i,
             Err(e) => {
-                return Err(super::call::classify(
-                    &self.id,
-                    self.limits,
-                    &store,
-                    e,
-                    true,
-                ));
+                return Err(super::call::classify(&self.id, limits, &store, e, true));
             }
         };
         let answer = instance
             .sovereign_policy_guardrail()
             .call_check(&mut store, wit_stage, &RequestFacts::from(facts), &messages)
             .await
-            .map_err(|e| super::call::classify(&self.id, self.limits, &store, e, false))?;
+            .map_err(|e| super::call::classify(&self.id, limits, &store, e, false))?;
         match answer {
             Ok(v) => self.checked(v, texts),
             Err(r) => Err(PolicyError::Rejected {
@@ -263,6 +326,7 @@ impl GuardrailPolicy {
 pub struct GuardrailSlot {
     host: PolicyHost,
     limits: CallLimits,
+    scaling: InputScaling,
     active: arc_swap::ArcSwap<Loaded>,
     swaps: std::sync::Mutex<()>,
 }
@@ -278,13 +342,15 @@ impl GuardrailSlot {
     pub async fn load(
         host: PolicyHost,
         limits: CallLimits,
+        scaling: InputScaling,
         wasm: Arc<[u8]>,
         settings: Option<String>,
     ) -> Result<GuardrailSlot, PolicyError> {
-        let loaded = load_version(&host, limits, wasm, settings).await?;
+        let loaded = load_version(&host, limits, scaling, wasm, settings).await?;
         Ok(GuardrailSlot {
             host,
             limits,
+            scaling,
             active: arc_swap::ArcSwap::from_pointee(loaded),
             swaps: std::sync::Mutex::new(()),
         })
@@ -303,7 +369,8 @@ impl GuardrailSlot {
         let current = self.active();
         let wasm = wasm.map_or_else(|| current.wasm.clone(), Arc::from);
         let settings = settings.or_else(|| current.settings.clone());
-        let loaded = Arc::new(load_version(&self.host, self.limits, wasm, settings).await?);
+        let loaded =
+            Arc::new(load_version(&self.host, self.limits, self.scaling, wasm, settings).await?);
         let _one_at_a_time = self
             .swaps
             .lock()
@@ -316,6 +383,7 @@ impl GuardrailSlot {
 async fn load_version(
     host: &PolicyHost,
     limits: CallLimits,
+    scaling: InputScaling,
     wasm: Arc<[u8]>,
     settings: Option<String>,
 ) -> Result<Loaded, PolicyError> {
@@ -323,7 +391,9 @@ async fn load_version(
     if let Some(s) = &settings {
         map.insert("settings".to_string(), s.clone());
     }
-    let policy = GuardrailPolicy::load(host, "guardrail", wasm.to_vec(), map, limits).await?;
+    let policy = GuardrailPolicy::load(host, "guardrail", wasm.to_vec(), map, limits)
+        .await?
+        .with_scaling(scaling);
     Ok(Loaded {
         policy,
         wasm,
@@ -334,6 +404,21 @@ async fn load_version(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_grow_with_the_text_per_mib() {
+        let base = CallLimits::default();
+        let s = InputScaling::default();
+        assert_eq!(s.limits_for(base, 0), base);
+        let l = s.limits_for(base, 3 << 19); // 1.5 MiB
+        assert_eq!(l.deadline, base.deadline + Duration::from_millis(150));
+        assert_eq!(l.memory_bytes, base.memory_bytes + (6 << 20));
+        assert_eq!((l.pool, l.warm_max_calls), (base.pool, base.warm_max_calls));
+        // One byte still adds (rounded up) memory, and nothing overflows.
+        assert!(s.limits_for(base, 1).memory_bytes > base.memory_bytes);
+        let huge = s.limits_for(base, usize::MAX);
+        assert!(huge.deadline > base.deadline && huge.memory_bytes > base.memory_bytes);
+    }
 
     #[test]
     fn redactions_apply_right_to_left_on_mixed_scripts() {

@@ -92,6 +92,12 @@ pub enum PolicyError {
     Timeout { policy: String, deadline: Duration },
     #[error("policy `{policy}` exceeded its memory cap of {cap} bytes and was stopped")]
     MemoryLimit { policy: String, cap: usize },
+    #[error("policy `{policy}` checks at most {max} bytes of text per call; this call had {bytes}")]
+    TooLarge {
+        policy: String,
+        bytes: usize,
+        max: usize,
+    },
     #[error("policy `{policy}` trapped: {message}")]
     Trap { policy: String, message: String },
     #[error("policy `{policy}` gave an invalid answer: {reason}")]

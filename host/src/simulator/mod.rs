@@ -70,6 +70,9 @@ pub struct Stats {
 
 const REQUEST_LOG_LEN: usize = 64;
 
+/// The largest request body the simulator reads.
+const SIM_MAX_BODY_BYTES: usize = 64 << 20;
+
 #[derive(Clone)]
 struct Sim(Arc<SimInner>);
 
@@ -111,6 +114,9 @@ pub fn router(models: Vec<SimModel>, default_behaviour: Behaviour) -> axum::Rout
         .route("/_sim/requests", get(requests))
         .route("/_sim/models/{id}", put(set_behaviour))
         .route("/_sim/replies/{id}", put(set_reply))
+        // Real servers take prompts up to the gateway's own limit (4 MiB by default) and more;
+        // axum's default of 2 MiB would make the simulator the odd one out.
+        .layer(axum::extract::DefaultBodyLimit::max(SIM_MAX_BODY_BYTES))
         .with_state(sim)
 }
 

@@ -87,7 +87,7 @@ pub(super) async fn load_guardrail(
     g: &crate::config::GuardrailConfig,
 ) -> anyhow::Result<crate::policy::guardrail::GuardrailSlot> {
     use crate::policy::CallLimits;
-    use crate::policy::guardrail::GuardrailSlot;
+    use crate::policy::guardrail::{GuardrailSlot, InputScaling};
     let host = host.clone();
     let wasm: Arc<[u8]> = match &g.component {
         Some(bytes) => bytes.clone(),
@@ -98,5 +98,10 @@ pub(super) async fn load_guardrail(
         memory_bytes: g.memory_bytes,
         ..CallLimits::default()
     };
-    Ok(GuardrailSlot::load(host, limits, wasm, g.settings.clone()).await?)
+    let scaling = InputScaling {
+        deadline_per_mib: g.deadline_per_mib,
+        memory_per_mib: g.memory_per_mib,
+        max_bytes: g.max_scanned_bytes,
+    };
+    Ok(GuardrailSlot::load(host, limits, scaling, wasm, g.settings.clone()).await?)
 }

@@ -228,6 +228,31 @@ pub async fn text_field(
     Ok(flagged)
 }
 
+/// More text than `[guardrail] max_scanned_mib`: a prompt is refused as too large (413), a
+/// model's answer as one the gateway could not check (502); neither is passed on unchecked.
+fn too_large_to_scan(stage: Stage, bytes: usize, max: usize) -> ApiError {
+    match stage {
+        Stage::Input => ApiError::new(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!(
+                "The messages hold {bytes} bytes of text; the guardrail checks at most {max} \
+                 bytes per request ([guardrail] max_scanned_mib), so this request was not processed."
+            ),
+        )
+        .with_code("too_large_to_scan"),
+        Stage::Output => ApiError::new(
+            http::StatusCode::BAD_GATEWAY,
+            "server_error",
+            format!(
+                "The model's answer holds {bytes} bytes of text; the guardrail checks at most \
+                 {max} bytes ([guardrail] max_scanned_mib), so it was not passed on."
+            ),
+        )
+        .with_code("answer_too_large_to_scan"),
+    }
+}
+
 fn token_ids(items: &[Value]) -> Vec<u32> {
     items
         .iter()
@@ -235,7 +260,6 @@ fn token_ids(items: &[Value]) -> Vec<u32> {
         .collect()
 }
 
-/// Who a check is for: what the guardrail's facts, the events and the refusals name.
 /// The call a guardrail stage checks: what the policy is told and who its events name.
 struct Subject<'a>(&'a Call);
 
@@ -255,7 +279,12 @@ impl Subject<'_> {
             ..RouteFacts::default()
         };
         let active = slot.active();
-        active.policy.check(stage, &facts, texts).await.map(Some).map_err(|e| {
+        active
+            .policy
+            .check(stage, &facts, texts)
+            .await
+            .map(Some)
+            .map_err(|e| {
             tracing::error!(request_id = %call.ctx.id, error = %e, "guardrail failed; refusing the request");
             match e {
                 PolicyError::Rejected {
@@ -269,6 +298,7 @@ impl Subject<'_> {
                     message,
                 )
                 .with_code(code),
+                PolicyError::TooLarge { bytes, max, .. } => too_large_to_scan(stage, bytes, max),
                 _ => ApiError::new(
                     http::StatusCode::SERVICE_UNAVAILABLE,
                     "server_error",
