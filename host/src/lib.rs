@@ -26,6 +26,7 @@ pub mod simulator;
 pub mod state;
 pub mod store;
 pub mod tls;
+pub mod traces;
 pub mod upstream;
 pub mod webhooks;
 

@@ -15,23 +15,25 @@ use crate::api::{
 };
 use crate::config::Role;
 use crate::console;
-use crate::pipeline::{admission, audit, context, events};
+use crate::pipeline::{admission, audit, context, events, observe};
 use crate::server::error::ApiError;
 use crate::state::AppState;
 
 /// The route table and the middleware stack (the pipeline's layers), outermost first:
 /// 1. `request_context` — request id, `X-Sovereign-ID`/`X-Audit-Trace-ID` on every response,
 ///    request counters;
-/// 2. `catch_panic` — a bug in a handler becomes a 500 in the error shape, not a dropped socket;
-/// 3. `authenticate` — per-address rate limit, then the key (401), on everything except
+/// 2. `observe` — the request's audit slot, and its metrics once the answer is out (every
+///    request, refusals included);
+/// 3. `catch_panic` — a bug in a handler becomes a 500 in the error shape, not a dropped socket;
+/// 4. `authenticate` — per-address rate limit, then the key (401), on everything except
 ///    `/healthz`, `/metrics` and the console's static files (`/console/…`);
-/// 4. `audit::journal` — one activity-journal entry per authenticated request, durable before
+/// 5. `audit::journal` — one activity-journal entry per authenticated request, durable before
 ///    the response completes. Inside `authenticate` (no entry without a valid key: those are
 ///    counted in metrics) and outside every other layer and handler, so refusals by later inner
 ///    layers (403, 429) and handlers (400, 404, 451, 5xx) all get their entry. New inner
 ///    layers go *above* it in the list of `route_layer` calls below;
-/// 5. `admit` — the key's address allow-list (403), request rate and tokens per day (429);
-/// 6. `require` — per route group, the key's role (403).
+/// 6. `admit` — the key's address allow-list (403), request rate and tokens per day (429);
+/// 7. `require` — per route group, the key's role (403).
 ///
 /// Body size and read-time limits are applied where bodies are read (`body::read_json_object`).
 pub fn router(state: AppState) -> Router {
@@ -197,6 +199,10 @@ pub fn router(state: AppState) -> Router {
         .merge(authenticated)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             context::panic_response,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
         ))
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -262,7 +262,8 @@ def metrics(gateway: Proc, verify=None) -> dict[str, float]:
     out = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            name, value = line.split()
+            # `name value` or `name{labels} value` (a label value may hold spaces).
+            name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
 

@@ -191,6 +191,17 @@ pub enum Refusal {
     Unavailable(String),
 }
 
+impl Refusal {
+    /// The limit a refusal is for, as `/metrics` names it (`None`: not a limit).
+    pub fn limit(&self) -> Option<&'static str> {
+        match self {
+            Refusal::Rate(_) => Some("rpm"),
+            Refusal::Tokens(_) => Some("tokens_per_day"),
+            Refusal::Address(_) | Refusal::Unavailable(_) => None,
+        }
+    }
+}
+
 pub struct Access {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,

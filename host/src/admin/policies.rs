@@ -89,6 +89,9 @@ pub async fn upload(
             Origin::Upload,
         )
         .await?;
+    if info.active {
+        app.0.metrics.by.policy_swapped("router");
+    }
     app.share_router_version(&info.id, info.active)
         .await
         .map_err(shared_failed)?;
@@ -114,6 +117,7 @@ pub async fn activate(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let info = registry(&app)?.activate(&id)?;
+    app.0.metrics.by.policy_swapped("router");
     app.share_router_activation(&id)
         .await
         .map_err(shared_failed)?;
@@ -187,6 +191,7 @@ pub async fn guardrail_swap(
         )
         .with_code("invalid_policy")
     })?;
+    app.0.metrics.by.policy_swapped("guardrail");
     app.share_guardrail(&loaded).await.map_err(shared_failed)?;
     Ok(Json(guardrail_info(&loaded)).into_response())
 }

@@ -102,6 +102,7 @@ pub async fn put(
             .with_param("component_base64")
             .with_code("invalid_policy"),
         })?;
+    app.0.metrics.by.policy_swapped("shaper");
     tracing::info!(
         shaper = loaded.name,
         sha256 = loaded.sha256,

@@ -21,6 +21,7 @@
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
 use http::header;
 use serde_json::Value;
 
@@ -230,6 +231,13 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -
         }),
     };
     call.audit.stream_opened();
+    // Time to first token: the first frame that reaches the client (after the guardrail).
+    let mut first = Some((metrics.clone(), call.ctx.started, model.id.0.clone()));
+    let first_frame = move |_: &_| {
+        if let Some((metrics, started, model)) = first.take() {
+            metrics.by.first_token(&model, started.elapsed());
+        }
+    };
     let at_end = call.clone();
     let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
         let call = at_end;
@@ -267,9 +275,9 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -
     });
     // The guardrail's output stage on the stream (hold-back window), when one is configured.
     if call.app.0.guardrail.is_some() {
-        Body::from_stream(guard::output_stream(call.clone(), shape, stream))
+        Body::from_stream(guard::output_stream(call.clone(), shape, stream).inspect(first_frame))
     } else {
-        Body::from_stream(stream)
+        Body::from_stream(stream.inspect(first_frame))
     }
 }
 
@@ -288,7 +296,10 @@ async fn whole_answer(
         reservation,
     } = served;
     let app = &call.app.0;
-    let mut answer = match app.upstreams.read_json(&model, exchange).await {
+    let started = std::time::Instant::now();
+    let read = app.upstreams.read_json(&model, exchange).await;
+    call.audit.upstream_time(started.elapsed());
+    let mut answer = match read {
         Ok(a) => a,
         Err(e) => {
             ticket.failure(std::time::Instant::now());

@@ -161,7 +161,10 @@ async fn answer(call: &Call, served: Served, input_tokens: u64) -> Result<Respon
         ticket,
         reservation,
     } = served;
-    match call.app.0.upstreams.read_json(&model, exchange).await {
+    let started = std::time::Instant::now();
+    let read = call.app.0.upstreams.read_json(&model, exchange).await;
+    call.audit.upstream_time(started.elapsed());
+    match read {
         Ok(mut answer) => {
             ticket.success();
             let tokens = answer

@@ -34,14 +34,24 @@ pub(super) struct RawGuardrail {
     max_scanned_mib: u64,
 }
 
+/// The defaults of the keys that scale a check with its text (`policy::guardrail::InputScaling`).
+/// The built-in guardrail takes about 6–8 ms and 2.5 MiB of memory per MiB of text
+/// (docs/GUARDRAIL.md, "Large inputs"): the deadline leaves a wide margin for a loaded machine;
+/// 8 MiB is twice the default body limit, so every accepted prompt is scanned.
+pub mod defaults {
+    pub const DEADLINE_MS_PER_MIB: u64 = 100;
+    pub const MEMORY_MIB_PER_MIB: usize = 4;
+    pub const MAX_SCANNED_MIB: usize = 8;
+}
+
 fn default_deadline_ms_per_mib() -> u64 {
-    crate::policy::guardrail::DEFAULT_DEADLINE_MS_PER_MIB
+    defaults::DEADLINE_MS_PER_MIB
 }
 fn default_memory_mb_per_mib() -> u64 {
-    crate::policy::guardrail::DEFAULT_MEMORY_MIB_PER_MIB as u64
+    defaults::MEMORY_MIB_PER_MIB as u64
 }
 fn default_max_scanned_mib() -> u64 {
-    crate::policy::guardrail::DEFAULT_MAX_SCANNED_MIB as u64
+    defaults::MAX_SCANNED_MIB as u64
 }
 
 /// `[guardrail]`, validated.

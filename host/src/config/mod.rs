@@ -27,12 +27,13 @@ mod server;
 mod store;
 mod teams;
 mod tls;
+mod traces;
 mod webhooks;
 
 pub use access::{AccessConfig, PlanLimits, Plans, RateLimit, parse_cidr};
 pub use budgets::BudgetsConfig;
 pub use documents::DocumentsConfig;
-pub use guardrail::GuardrailConfig;
+pub use guardrail::{GuardrailConfig, defaults as guardrail_defaults};
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
 pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
@@ -45,6 +46,7 @@ pub use store::{
 };
 pub use teams::{KeyConfig, Plan, Role, TeamConfig};
 pub use tls::{CertIdentityConfig, TlsConfig};
+pub use traces::TracesConfig;
 pub use webhooks::WebhooksConfig;
 
 // ---------------------------------------------------------------------------------------------
@@ -95,6 +97,8 @@ struct RawConfig {
     store: store::RawStore,
     #[serde(default)]
     shared: store::RawShared,
+    #[serde(default)]
+    traces: traces::RawTraces,
 }
 
 fn default_data_dir() -> String {
@@ -141,6 +145,8 @@ pub struct Config {
     pub documents: DocumentsConfig,
     /// Passive health and fallback (`[health]`).
     pub health: HealthConfig,
+    /// OpenTelemetry traces (`[traces]`).
+    pub traces: TracesConfig,
     /// Stored responses of the Responses API (`[responses]`).
     pub responses: ResponsesConfig,
     /// The HTTPS listener; `None`: plain HTTP.
@@ -209,6 +215,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     let server = server::validate(&raw.server, &mut err);
     models::check_fallbacks(&raw.models, &mut err);
     let health = health::validate(&raw.health, &mut err);
+    let traces = traces::validate(raw.traces, &mut err);
     let (models, model_ids) = models::validate(raw.models, base, &mut err);
     models::check_default_model(&raw.default_model, &models, &model_ids, &mut err);
     let (teams, team_ids) = teams::validate_teams(raw.teams, &mut err);
@@ -269,6 +276,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             webhooks,
             documents,
             health,
+            traces,
             responses,
             tls,
             cert_identities,

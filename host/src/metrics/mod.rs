@@ -1,13 +1,23 @@
-//! Process counters, rendered in the Prometheus text format at `GET /metrics`. They count what an
-//! operator (and the leak tests) need to see: requests by outcome, requests and upstream streams
-//! in flight, streams abandoned by their clients, journal entries and failed appends, fallbacks
-//! and breakers, webhook deliveries by outcome.
+//! What `GET /metrics` exposes, in the Prometheus text format (the `prometheus` crate's encoder):
+//! the process counters below (requests and streams in flight, streams abandoned by their
+//! clients, journal entries and failed appends, fallbacks and breakers, webhook deliveries by
+//! outcome, TLS, the shared back end), and the labelled families of [`labelled`] (requests by
+//! route, team, model and outcome; latency histograms; tokens and spend; refusals, guardrail
+//! actions, hot swaps, upstream health). docs/OPERATIONS.md lists them all.
 
-use std::fmt::Write as _;
+pub mod labelled;
+
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus::proto::{Counter, Gauge, Metric, MetricFamily, MetricType};
+use prometheus::{Encoder as _, TextEncoder};
+
+pub use labelled::Labelled;
 
 #[derive(Debug, Default)]
 pub struct Metrics {
+    /// The labelled families (their own registry).
+    pub by: Labelled,
     pub requests_total: AtomicU64,
     pub unauthenticated_total: AtomicU64,
     pub requests_inflight: AtomicU64,
@@ -46,18 +56,38 @@ pub struct Metrics {
 /// One exposed series: name, type, help text, value.
 type Series<'a> = (&'static str, &'static str, &'static str, &'a AtomicU64);
 
+/// A process counter (or gauge) as the encoder's family of one unlabelled series.
+fn family((name, kind, help, v): &Series<'_>) -> MetricFamily {
+    let value = v.load(Ordering::Relaxed) as f64;
+    let mut m = Metric::default();
+    let mut f = MetricFamily::default();
+    if *kind == "gauge" {
+        let mut g = Gauge::default();
+        g.set_value(value);
+        m.set_gauge(g);
+        f.set_field_type(MetricType::GAUGE);
+    } else {
+        let mut c = Counter::default();
+        c.set_value(value);
+        m.set_counter(c);
+        f.set_field_type(MetricType::COUNTER);
+    }
+    f.set_name((*name).to_string());
+    f.set_help((*help).to_string());
+    f.set_metric(vec![m]);
+    f
+}
+
 impl Metrics {
     /// The text exposition format: `# HELP`, `# TYPE` and the value of every series.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (name, kind, help, v) in self.series() {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
-                v.load(Ordering::Relaxed)
-            );
+        let mut families: Vec<MetricFamily> = self.series().iter().map(family).collect();
+        families.extend(self.by.gather());
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&families, &mut out) {
+            tracing::error!(error = %e, "metrics could not be encoded");
         }
-        out
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// Every series, in the order exposed.

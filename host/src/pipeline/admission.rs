@@ -12,7 +12,8 @@ use http::HeaderValue;
 use http::StatusCode;
 use http::request::Parts;
 
-use super::ClientIp;
+use super::audit::Audit;
+use super::{ClientIp, RequestCtx};
 use crate::access::CachedKey;
 use crate::access::Principal;
 use crate::access::limits::X_RATELIMIT_LIMIT;
@@ -40,6 +41,7 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
         }
         Ok(Some(s)) if !s.allowed() => {
             Metrics::inc(&app.0.metrics.rate_limited_total);
+            app.0.metrics.by.limit_refused("", "address_rpm");
             body::discard(req.into_body(), &app.0.config.server).await;
             ApiError::rate_limited(format!(
                 "Too many requests from {ip}: {} per minute. Retry after {} s.",
@@ -49,14 +51,20 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
             ))
             .into_response()
         }
-        _ => match access
-            .authenticate(
-                req.headers(),
-                req.extensions().get::<Arc<PeerCert>>().map(AsRef::as_ref),
-            )
-            .await
+        _ => match authenticated(
+            access,
+            req.headers(),
+            req.extensions().get::<Arc<PeerCert>>().map(AsRef::as_ref),
+            req.extensions()
+                .get::<RequestCtx>()
+                .and_then(|c| c.trace.as_ref()),
+        )
+        .await
         {
             Ok(key) => {
+                if let Some(audit) = req.extensions().get::<Audit>() {
+                    audit.team(&key.principal.team_id);
+                }
                 req.extensions_mut().insert(key.principal.clone());
                 req.extensions_mut().insert(ClientIp(ip));
                 req.extensions_mut().insert(key);
@@ -76,6 +84,23 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
         s.write_headers(res.headers_mut(), access.now_ms());
     }
     res
+}
+
+/// The key (or certificate) of a request, in an `authenticate` span when traces are on.
+async fn authenticated(
+    access: &crate::access::Access,
+    headers: &http::HeaderMap,
+    peer: Option<&PeerCert>,
+    trace: Option<&crate::traces::Trace>,
+) -> Result<Arc<CachedKey>, crate::auth::AuthError> {
+    let span = trace.map(|t| t.child("authenticate"));
+    let key = access.authenticate(headers, peer).await;
+    match (span, &key) {
+        (Some(s), Ok(k)) => s.set("sovereign.team", k.principal.team_id.clone()),
+        (Some(s), Err(e)) => s.fail(e.to_string()),
+        (None, _) => {}
+    }
+    key
 }
 
 /// After authentication (and inside the journal): the key's address allow-list (403), request
@@ -98,6 +123,12 @@ pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Res
         Err(refusal) => {
             if !matches!(refusal, crate::access::Refusal::Unavailable(_)) {
                 Metrics::inc(&app.0.metrics.rate_limited_total);
+            }
+            if let Some(limit) = refusal.limit() {
+                app.0
+                    .metrics
+                    .by
+                    .limit_refused(&key.principal.team_id, limit);
             }
             body::discard(req.into_body(), &app.0.config.server).await;
             refused(refusal, access)

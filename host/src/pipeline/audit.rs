@@ -10,7 +10,7 @@
 //! its entry was written still gets one (status `error`), appended from a drop guard.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::access::Principal;
+use crate::config::ModelConfig;
 use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
 use crate::metrics::Metrics;
 use crate::pipeline::RequestCtx;
@@ -46,6 +47,14 @@ pub struct Audit(Arc<Mutex<Facts>>);
 #[derive(Default)]
 struct Facts {
     actor: Option<String>,
+    /// The team of the key, once authenticated (for the metrics; the entry takes the principal).
+    team: Option<String>,
+    /// What the client asked for (a model, alias or routing policy), once it resolved.
+    requested: Option<String>,
+    /// The model that served, with its prices (for the metrics' spend).
+    served: Option<Arc<ModelConfig>>,
+    /// Time spent waiting on upstreams, summed over attempts.
+    upstream: Option<Duration>,
     model: Option<String>,
     prompt_hash: Option<String>,
     routing_policy: Option<String>,
@@ -106,9 +115,41 @@ impl Audit {
         self.with(|f| f.actor = Some(actor));
     }
 
+    /// The team of the authenticated key (`admission::authenticate`).
+    pub fn team(&self, team: &str) {
+        let team = team.to_string();
+        self.with(|f| f.team = Some(team));
+    }
+
+    /// The name the client asked for, known to resolve (`pipeline::route`).
+    pub fn requested(&self, name: &str) {
+        let name = name.to_string();
+        self.with(|f| f.requested = Some(name));
+    }
+
+    /// Time spent waiting on an upstream (each attempt, and reading a whole answer).
+    pub fn upstream_time(&self, took: Duration) {
+        self.with(|f| f.upstream = Some(f.upstream.unwrap_or_default() + took));
+    }
+
+    /// What the metrics need of a finished request (`pipeline::observe`).
+    pub fn observed(&self) -> Observed {
+        self.read(|f| Observed {
+            team: f.team.clone(),
+            requested: f.requested.clone(),
+            served: f.served.clone(),
+            policy: f.routing_policy.clone(),
+            upstream: f.upstream,
+            prompt_tokens: f.prompt_tokens.unwrap_or(0),
+            completion_tokens: f.completion_tokens.unwrap_or(0),
+            streamed: f.stream != StreamState::None,
+        })
+    }
+
     /// The model chosen, the policy that chose it and the region it runs in.
     pub fn route(&self, route: &Route) {
         self.with(|f| {
+            f.served = Some(route.model.clone());
             f.model = Some(route.model.id.0.clone());
             f.routing_policy = Some(route.policy.to_string());
             f.residency_boundary = Some(route.model.region.clone());
@@ -157,6 +198,18 @@ impl Audit {
     }
 }
 
+/// A finished request's facts, as the metrics read them.
+pub struct Observed {
+    pub team: Option<String>,
+    pub requested: Option<String>,
+    pub served: Option<Arc<ModelConfig>>,
+    pub policy: Option<String>,
+    pub upstream: Option<Duration>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub streamed: bool,
+}
+
 /// `prompt_hash`: `sha256:` + hex of the RFC 8785 (JCS) encoding of the prompt value — the chat
 /// request's `messages` array, the embeddings request's `input` — as the client sent it. JCS
 /// makes the bytes independent of key order and white space, so a client can recompute it.
@@ -173,6 +226,20 @@ fn truncate(s: &str) -> String {
 /// The action an entry records, from the request's method and path (the route table's
 /// routes; anything else, e.g. a wrong method, is `<METHOD> <path>` cut to 128 bytes).
 fn action(method: &Method, path: &str) -> String {
+    let Some(name) = operation(method, path) else {
+        let mut other = format!("{method} {path}");
+        let mut cut = other.len().min(128);
+        while !other.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        other.truncate(cut);
+        return other;
+    };
+    name.to_string()
+}
+
+/// The operation a route-table request is (`chat.completions`, `admin.policies.activate`, ...).
+pub fn operation(method: &Method, path: &str) -> Option<&'static str> {
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
     let name = match (method.as_str(), segments.as_slice()) {
         ("POST", ["", "v1", "chat", "completions"]) => "chat.completions",
@@ -200,24 +267,26 @@ fn action(method: &Method, path: &str) -> String {
         ("POST", ["", "v1", "vector_stores", _, "files"]) => "vector_stores.files.create",
         ("DELETE", ["", "v1", "vector_stores", _, "files", _]) => "vector_stores.files.delete",
         ("POST", ["", "v1", "vector_stores", _, "search"]) => "vector_stores.search",
-        _ => {
-            let mut other = format!("{method} {path}");
-            let mut cut = other.len().min(128);
-            while !other.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            other.truncate(cut);
-            return other;
-        }
+        // Outside authentication: never journaled, but counted in the metrics.
+        ("GET", ["", "metrics"]) => "metrics",
+        ("GET", ["", "healthz"]) => "healthz",
+        _ => return None,
     };
-    name.to_string()
+    Some(name)
 }
 
 /// The middleware: gives the request its [`Audit`] slot, runs the rest of the stack, and
 /// appends the entry before the response (or a stream's last frame) goes out.
 pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    let audit = Audit::default();
-    req.extensions_mut().insert(audit.clone());
+    // Made by `observe`, further out; a stack without it still gets one.
+    let audit = match req.extensions().get::<Audit>() {
+        Some(a) => a.clone(),
+        None => {
+            let a = Audit::default();
+            req.extensions_mut().insert(a.clone());
+            a
+        }
+    };
     let (Some(journal), Some(ctx), Some(principal)) = (
         app.0.journal.clone(),
         req.extensions().get::<RequestCtx>().cloned(),
@@ -242,6 +311,7 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         audit: audit.clone(),
         request_id: ctx.id,
         started: ctx.started,
+        trace: ctx.trace,
         principal,
         peer: req.extensions().get::<Arc<PeerCert>>().cloned(),
         action: action(req.method(), req.uri().path()),
@@ -315,6 +385,8 @@ struct Unwritten {
     audit: Audit,
     request_id: Arc<str>,
     started: Instant,
+    /// The request's root span (traces on), for the `journal.append` span.
+    trace: Option<crate::traces::Trace>,
     principal: Arc<Principal>,
     /// The verified client certificate of the connection, if any.
     peer: Option<Arc<PeerCert>>,
@@ -388,10 +460,16 @@ impl Pending {
         };
         let draft = request.draft(http);
         let (journal, metrics) = (request.journal, request.metrics);
+        let span = request.trace.as_ref().map(|t| t.child("journal.append"));
+        let started = Instant::now();
         let appended = tokio::spawn(async move { journal.append(draft).await })
             .await
             .map_err(|e| JournalError::Closed(Some(format!("append task failed: {e}"))))
             .and_then(|r| r.map(drop));
+        metrics.by.journal_append(started.elapsed());
+        if let (Some(s), Err(e)) = (span, &appended) {
+            s.fail(e.to_string());
+        }
         count(&metrics, appended.is_ok());
         appended
     }

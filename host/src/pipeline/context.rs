@@ -11,10 +11,12 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode};
 use tokio::time::Instant;
 
+use super::audit;
 use super::{X_AUDIT_TRACE_ID, X_SOVEREIGN_ID};
 use crate::metrics::Metrics;
 use crate::server::error::ApiError;
 use crate::state::AppState;
+use crate::traces::Trace;
 
 /// The client's address as `access` resolved it (socket peer, or behind trusted proxies).
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +28,8 @@ pub struct RequestCtx {
     /// Also the response's `id` and the `X-Audit-Trace-ID` header.
     pub id: Arc<str>,
     pub started: Instant,
+    /// The request's root span, when traces are on (`crate::traces`).
+    pub trace: Option<Trace>,
 }
 
 /// Request id, `X-Sovereign-ID`/`X-Audit-Trace-ID` on every response, request counters.
@@ -34,9 +38,17 @@ pub async fn request_context(
     mut req: Request,
     next: Next,
 ) -> Response {
+    let id: Arc<str> = format!("req-{}", uuid::Uuid::now_v7().simple()).into();
+    let span = app.0.traces.as_ref().map(|t| {
+        let name = audit::operation(req.method(), req.uri().path()).unwrap_or("request");
+        let span = t.request(req.headers(), &id, name);
+        span.set("http.request.method", req.method().as_str().to_string());
+        span
+    });
     let ctx = RequestCtx {
-        id: format!("req-{}", uuid::Uuid::now_v7().simple()).into(),
+        id,
         started: Instant::now(),
+        trace: span.clone(),
     };
     let trace = HeaderValue::from_str(&ctx.id).ok();
     req.extensions_mut().insert(ctx);
@@ -45,6 +57,13 @@ pub async fn request_context(
     Metrics::inc(&m.requests_inflight);
     let mut res = next.run(req).await;
     Metrics::dec(&m.requests_inflight);
+    if let Some(span) = span {
+        let status = res.status();
+        span.set("http.response.status_code", i64::from(status.as_u16()));
+        if status.is_server_error() {
+            span.fail(status.to_string());
+        }
+    }
     let h = res.headers_mut();
     h.insert(X_SOVEREIGN_ID, app.0.sovereign_id.clone());
     if let Some(trace) = trace {

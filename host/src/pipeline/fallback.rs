@@ -230,7 +230,25 @@ impl Hop<'_> {
                     return Err(NotServed::by(model, error));
                 }
             };
-            let e = match app.upstreams.post(model, self.endpoint, body).await {
+            let span = self.call.ctx.trace.as_ref().map(|t| t.child("upstream"));
+            if let Some(s) = &span {
+                s.set("sovereign.model", model.id.0.clone());
+                s.set(
+                    "server.address",
+                    model.base_url.host_str().unwrap_or_default().to_string(),
+                );
+            }
+            let traceparent = span.as_ref().and_then(crate::traces::Trace::traceparent);
+            let started = Instant::now();
+            let posted = app
+                .upstreams
+                .post(model, self.endpoint, body, traceparent)
+                .await;
+            self.call.audit.upstream_time(started.elapsed());
+            if let (Some(s), Err(e)) = (&span, &posted) {
+                s.fail(e.to_string());
+            }
+            let e = match posted {
                 Ok(exchange) => {
                     return Ok(Served {
                         model: model.clone(),
@@ -293,6 +311,7 @@ impl Hop<'_> {
     ) {
         let call = self.call;
         Metrics::inc(&call.app.0.metrics.fallbacks_total);
+        call.app.0.metrics.by.fallback(&from.id.0, &to.id.0);
         tracing::info!(request_id = %call.ctx.id, primary = %from.id, fallback = %to.id, reason, "falling back");
         call.app.0.events.emit(|| {
             let mut details = serde_json::json!({

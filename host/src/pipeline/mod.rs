@@ -2,7 +2,7 @@
 //! sharing one per-request context. ARCHITECTURE.md, "The request path", names the function of
 //! every phase.
 //!
-//! Layers (every authenticated request): `context` (request id) → `admission::authenticate` →
+//! Layers: `context` (request id) → `observe` (metrics) → `admission::authenticate` →
 //! `audit::journal` → `admission::admit` → `admission::require` → `events::events_persisted`.
 //! Inference phases (run by the endpoints in `crate::api`, through [`call::Call`]): guardrail
 //! input (`guard`) → facts and route with the residency guard (`route`) → budget (`spend`) →
@@ -15,6 +15,7 @@ pub mod context;
 pub mod events;
 pub mod fallback;
 pub mod guard;
+pub mod observe;
 pub mod route;
 pub mod spend;
 

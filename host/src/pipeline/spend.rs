@@ -49,6 +49,7 @@ pub async fn reserve(
         .map_err(|e| {
             if matches!(e, BudgetError::Insufficient(_)) {
                 Metrics::inc(&app.0.metrics.budget_refused_total);
+                app.0.metrics.by.budget_refused(&call.principal.team_id);
             }
             ApiError::from(e)
         })

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::bindings::{CallState, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage};
 use super::{CallLimits, PolicyError, PolicyHost, RouteFacts};
+use crate::config::guardrail_defaults;
 
 /// The world every guardrail component must export.
 pub const WORLD: &str = "sovereign:policy/guardrail-policy@0.1.0";
@@ -83,20 +84,12 @@ pub struct InputScaling {
 impl Default for InputScaling {
     fn default() -> Self {
         InputScaling {
-            deadline_per_mib: Duration::from_millis(DEFAULT_DEADLINE_MS_PER_MIB),
-            memory_per_mib: DEFAULT_MEMORY_MIB_PER_MIB << 20,
-            max_bytes: DEFAULT_MAX_SCANNED_MIB << 20,
+            deadline_per_mib: Duration::from_millis(guardrail_defaults::DEADLINE_MS_PER_MIB),
+            memory_per_mib: guardrail_defaults::MEMORY_MIB_PER_MIB << 20,
+            max_bytes: guardrail_defaults::MAX_SCANNED_MIB << 20,
         }
     }
 }
-
-/// Defaults of [`InputScaling`] (and of `[guardrail]`'s keys of the same names). The built-in
-/// guardrail takes about 6–8 ms and 2.5 MiB of memory per MiB of text (docs/GUARDRAIL.md,
-/// "Large inputs"): the deadline leaves a wide margin for a loaded machine; 8 MiB is twice the
-/// default body limit, so every accepted prompt is scanned.
-pub const DEFAULT_DEADLINE_MS_PER_MIB: u64 = 100;
-pub const DEFAULT_MEMORY_MIB_PER_MIB: usize = 4;
-pub const DEFAULT_MAX_SCANNED_MIB: usize = 8;
 
 impl InputScaling {
     /// `base` grown for `bytes` of text: deadline and memory each add their share per MiB.

@@ -123,6 +123,7 @@ impl UpstreamEmbedder {
                     &self.model,
                     Endpoint::Embeddings,
                     Bytes::from(body.to_string()),
+                    None,
                 )
                 .await?;
             let answer = self.client.read_json(&self.model, exchange).await?;

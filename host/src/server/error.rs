@@ -113,10 +113,15 @@ impl ApiError {
     }
 }
 
+/// The error `type` of a refusal, left on its response for the metrics (`pipeline::observe`).
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorKind(pub &'static str);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let no_retry = self.kind == "insufficient_quota";
         let mut res = (self.status, Json(self.body())).into_response();
+        res.extensions_mut().insert(ErrorKind(self.kind));
         if no_retry {
             // The SDKs retry 429s by default; an exhausted budget does not come back by waiting.
             res.headers_mut().insert(

@@ -138,6 +138,7 @@ impl Sim {
         let auth = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
+        let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
         let mut log = self
             .0
             .requests
@@ -146,7 +147,9 @@ impl Sim {
         if log.len() == REQUEST_LOG_LEN {
             log.pop_front();
         }
-        log.push_back(json!({ "path": path, "authorization": auth, "body": body }));
+        log.push_back(
+            json!({ "path": path, "authorization": auth, "traceparent": traceparent, "body": body }),
+        );
     }
 
     /// Looks the model up and applies latency and failure modes common to all endpoints.

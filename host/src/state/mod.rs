@@ -49,6 +49,8 @@ pub struct Inner {
     /// Every model's circuit breaker (passive health, `crate::upstream::health`).
     pub health: Health,
     pub metrics: Arc<Metrics>,
+    /// OpenTelemetry traces (`[traces]` or the OTLP variables); `None` when off.
+    pub traces: Option<crate::traces::Traces>,
     /// Webhook subscriptions, the outbox and delivery.
     pub webhooks: crate::webhooks::Webhooks,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
@@ -201,6 +203,11 @@ impl AppState {
             false => None,
         };
         let upstreams = Upstreams::new(&config.models)?;
+        let traces = tokio::task::spawn_blocking({
+            let c = config.traces.clone();
+            move || crate::traces::Traces::start(&c)
+        })
+        .await??;
         let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let (journal, retention) = match &config.journal {
@@ -233,6 +240,7 @@ impl AppState {
             library,
             health,
             metrics,
+            traces,
             webhooks,
             journal,
             retention,
@@ -315,6 +323,10 @@ impl AppState {
                 Ok(seq) => tracing::info!(head_seq = seq, "journal closed"),
                 Err(e) => tracing::error!(error = %e, "journal close failed"),
             }
+        }
+        // The last spans exported.
+        if let Some(traces) = self.0.traces.clone() {
+            let _ = tokio::task::spawn_blocking(move || traces.shut_down()).await;
         }
     }
 }

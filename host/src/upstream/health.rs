@@ -68,6 +68,7 @@ impl Health {
         let breakers = models
             .iter()
             .map(|m| {
+                metrics.by.upstream_up(&m.id.0, true);
                 let b = Breaker {
                     state: Mutex::new(State::Closed { failures: 0 }),
                     threshold: config.failure_threshold.max(1),
@@ -176,6 +177,7 @@ impl Ticket {
                 *s = State::Closed { failures: 0 };
                 drop(s);
                 Metrics::dec(&b.metrics.breakers_open);
+                b.metrics.by.upstream_up(&b.model, true);
                 tracing::info!(model = %b.model, "model breaker closed: the probe succeeded");
             }
             // Admitted while closed, answered after others opened it: one success does not
@@ -197,6 +199,7 @@ impl Ticket {
                 drop(s);
                 Metrics::inc(&b.metrics.breakers_open);
                 Metrics::inc(&b.metrics.breaker_trips_total);
+                b.metrics.by.upstream_up(&b.model, false);
                 tracing::warn!(model = %b.model, failures = b.threshold, open_for = ?b.open_for,
                     "model breaker opened: the model failed repeatedly and is out of rotation");
                 true

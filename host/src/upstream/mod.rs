@@ -141,13 +141,15 @@ impl Upstreams {
         Ok(Upstreams { clients })
     }
 
-    /// POSTs `body` to the model's `endpoint` and waits for the response headers. Non-success
-    /// statuses are read and turned into an [`UpstreamError`].
+    /// POSTs `body` to the model's `endpoint` (with the caller's W3C `traceparent`, if any) and
+    /// waits for the response headers. Non-success statuses are read and turned into an
+    /// [`UpstreamError`].
     pub async fn post(
         &self,
         model: &ModelConfig,
         endpoint: Endpoint,
         body: Bytes,
+        traceparent: Option<http::HeaderValue>,
     ) -> Result<Exchange, UpstreamError> {
         let start = Instant::now();
         let deadline = start + model.timeouts.total;
@@ -170,6 +172,9 @@ impl Upstreams {
             .body(body);
         if let Some(key) = &mc.api_key {
             req = req.bearer_auth(key);
+        }
+        if let Some(tp) = traceparent {
+            req = req.header("traceparent", tp);
         }
         let first_byte = model.timeouts.first_byte.min(model.timeouts.total);
         let response = match tokio::time::timeout(first_byte, req.send()).await {

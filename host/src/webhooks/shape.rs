@@ -18,7 +18,10 @@ pub(super) async fn shape(
     target: &str,
 ) -> Result<Option<(Bytes, HeaderValue, HeaderMap)>, String> {
     let event = event(d).map_err(|e| format!("stored event unreadable: {e}"))?;
-    match shared.shapers.shape(name, &event, target).await {
+    let started = std::time::Instant::now();
+    let shaped = shared.shapers.shape(name, &event, target).await;
+    shared.metrics.by.policy_call("shaper", started.elapsed());
+    match shaped {
         Ok(None) => Ok(None),
         Ok(Some(s)) => {
             if !s.dropped_headers.is_empty() {

@@ -50,6 +50,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("events", 30), // journal
     ("upstream", 30),
     ("shared", 20), // config: Redis, knowing no gateway type
+    ("traces", 20), // config: the OTLP exporter, knowing no gateway type
     // The lowest layer.
     ("store", 14), // auth, config
     ("auth", 13),

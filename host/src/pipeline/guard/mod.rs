@@ -23,6 +23,7 @@ pub use stream::{STREAM_HOLD_BACK_BYTES, output_stream};
 
 use super::call::Call;
 use crate::events::Event;
+use crate::metrics::Metrics;
 use crate::policy::guardrail::{self, Stage, Verdict};
 use crate::policy::{PolicyError, RouteFacts};
 use crate::server::error::ApiError;
@@ -228,6 +229,25 @@ pub async fn text_field(
     Ok(flagged)
 }
 
+/// A guardrail call in the metrics: its time, and what it decided (blocked wins over redacted;
+/// flagged is counted besides).
+fn count(metrics: &Metrics, stage: Stage, took: std::time::Duration, verdict: Option<&Verdict>) {
+    let (kind, stage) = match stage {
+        Stage::Input => ("guardrail_input", "input"),
+        Stage::Output => ("guardrail_output", "output"),
+    };
+    metrics.by.policy_call(kind, took);
+    let Some(v) = verdict else { return };
+    if !v.blocked.is_empty() {
+        metrics.by.guardrail_action(stage, "blocked");
+    } else if !v.redactions.is_empty() {
+        metrics.by.guardrail_action(stage, "redacted");
+    }
+    if !v.flagged.is_empty() {
+        metrics.by.guardrail_action(stage, "flagged");
+    }
+}
+
 /// More text than `[guardrail] max_scanned_mib`: a prompt is refused as too large (413), a
 /// model's answer as one the gateway could not check (502); neither is passed on unchecked.
 fn too_large_to_scan(stage: Stage, bytes: usize, max: usize) -> ApiError {
@@ -279,12 +299,29 @@ impl Subject<'_> {
             ..RouteFacts::default()
         };
         let active = slot.active();
-        active
-            .policy
-            .check(stage, &facts, texts)
-            .await
-            .map(Some)
-            .map_err(|e| {
+        let span = call.ctx.trace.as_ref().map(|t| t.child("guardrail"));
+        if let Some(s) = &span {
+            s.set(
+                "sovereign.stage",
+                if stage == Stage::Input {
+                    "input"
+                } else {
+                    "output"
+                },
+            );
+        }
+        let started = std::time::Instant::now();
+        let checked = active.policy.check(stage, &facts, texts).await;
+        count(
+            &call.app.0.metrics,
+            stage,
+            started.elapsed(),
+            checked.as_ref().ok(),
+        );
+        if let (Some(s), Err(e)) = (span, &checked) {
+            s.fail(e.to_string());
+        }
+        checked.map(Some).map_err(|e| {
             tracing::error!(request_id = %call.ctx.id, error = %e, "guardrail failed; refusing the request");
             match e {
                 PolicyError::Rejected {

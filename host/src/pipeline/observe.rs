@@ -1,0 +1,99 @@
+//! The metrics of a request, recorded when it ends: the layer that gives every request its
+//! [`Audit`] slot (the handlers fill it; the journal layer, further in, reads it too) and, once
+//! the answer is out — a stream's: once it ended or its client left — counts it by route, team,
+//! model, policy and outcome, with its time, the upstream's share, its tokens and its spend
+//! (`metrics::labelled`, docs/OPERATIONS.md).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::StatusCode;
+use tokio::time::Instant;
+
+use super::RequestCtx;
+use super::audit::{self, Audit};
+use crate::metrics::Metrics;
+use crate::metrics::labelled::RequestLabels;
+use crate::server::error::ErrorKind;
+use crate::state::AppState;
+
+/// The layer: just inside the panic guard, outside authentication, so refusals of every kind
+/// (401, 429 per address) are counted too.
+pub async fn observe(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let audit = Audit::default();
+    req.extensions_mut().insert(audit.clone());
+    let started = req
+        .extensions()
+        .get::<RequestCtx>()
+        .map_or_else(Instant::now, |c| c.started);
+    let route = audit::operation(req.method(), req.uri().path()).unwrap_or("other");
+    let response = next.run(req).await;
+    let ended = Ended {
+        metrics: app.0.metrics.clone(),
+        audit,
+        started,
+        route,
+        status: response.status(),
+        error_type: response.extensions().get::<ErrorKind>().map(|k| k.0),
+    };
+    if ended.audit.observed().streamed && ended.status.is_success() {
+        // Counted when the body is done with: at its end, or when the client went away.
+        let (parts, body) = response.into_parts();
+        let frames = futures_util::stream::unfold(
+            (body.into_data_stream(), ended),
+            |(mut inner, ended)| async move {
+                futures_util::StreamExt::next(&mut inner)
+                    .await
+                    .map(|f| (f, (inner, ended)))
+            },
+        );
+        return Response::from_parts(parts, Body::from_stream(frames));
+    }
+    drop(ended);
+    response
+}
+
+/// A request whose answer is out (or whose stream is being relayed): recorded when dropped.
+struct Ended {
+    metrics: Arc<Metrics>,
+    audit: Audit,
+    started: Instant,
+    route: &'static str,
+    status: StatusCode,
+    error_type: Option<&'static str>,
+}
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        let o = self.audit.observed();
+        let team = o.team.as_deref().unwrap_or("");
+        let routed = o.served.as_ref().map_or("", |m| m.id.0.as_str());
+        let status = match self.status.as_u16() {
+            100..=199 => "1xx",
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        let labels = RequestLabels {
+            route: self.route,
+            team,
+            model: o.requested.as_deref().unwrap_or(""),
+            routed_model: routed,
+            policy: o.policy.as_deref().unwrap_or(""),
+            status,
+            error_type: self.error_type.unwrap_or(""),
+        };
+        let m = &self.metrics.by;
+        m.request(&labels, self.started.elapsed(), o.upstream, o.streamed);
+        if let Some(model) = &o.served
+            && (o.prompt_tokens > 0 || o.completion_tokens > 0)
+        {
+            let micros = crate::budget::cost(model, o.prompt_tokens, o.completion_tokens);
+            m.usage(team, routed, o.prompt_tokens, o.completion_tokens, micros);
+        }
+    }
+}
