@@ -4,8 +4,11 @@
 //! prose, a 2 KB Arabic/English support ticket with some personal data, and 2 KB dense with it
 //! (an e-mail, a phone, an IBAN and an IP every 128 bytes).
 //!
+//! With `warm` as the second argument, the policy keeps a warm pool (`[guardrail] pool =
+//! "warm"`): instances reused, the settings parsed once per instance.
+//!
 //! ```sh
-//! cargo run --release -p sovereign --example guardrail_bench -- [calls]
+//! cargo run --release -p sovereign --example guardrail_bench -- [calls] [fresh|warm]
 //! ```
 
 #![allow(
@@ -18,7 +21,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use sovereign::policy::{
-    CallLimits, GuardrailPolicy, GuardrailStage, HostConfig, PolicyHost, RouteFacts,
+    CallLimits, GuardrailPolicy, GuardrailStage, HostConfig, PolicyHost, PoolMode, RouteFacts,
 };
 
 const SETTINGS: &str = r#"{"default": "redact", "entities": {"credit_card": "block"}}"#;
@@ -68,6 +71,10 @@ async fn main() {
         .nth(1)
         .map(|a| a.parse().expect("calls"))
         .unwrap_or(20_000);
+    let pool = match std::env::args().nth(2).as_deref() {
+        Some("warm") => PoolMode::Warm,
+        _ => PoolMode::Fresh,
+    };
     let host = PolicyHost::new(HostConfig::default()).unwrap();
     let mut settings = HashMap::new();
     settings.insert("settings".to_string(), SETTINGS.to_string());
@@ -79,13 +86,14 @@ async fn main() {
         settings,
         CallLimits {
             deadline: Duration::from_millis(50),
+            pool,
             ..CallLimits::default()
         },
     )
     .await
     .unwrap();
     println!(
-        "component {} KB, loaded (compiled, smoke-called) in {:?}",
+        "component {} KB, loaded (compiled, smoke-called) in {:?}, {pool:?} instances",
         policy_artifacts::PII_GUARDRAIL_COMPONENT.len() / 1024,
         started.elapsed()
     );
@@ -95,6 +103,10 @@ async fn main() {
         "2 KB prompt", "p50 µs", "p99 µs", "mean µs"
     );
     for (name, text) in [
+        (
+            "a short chat message (not 2 KB)",
+            "hi, how are you?".to_string(),
+        ),
         ("plain prose", prose()),
         ("support ticket (ar/en, some PII)", ticket()),
         ("dense personal data", dense()),

@@ -106,6 +106,20 @@ fn main() {
         let policy = load(wasm).await.unwrap();
         println!("load, from the on-disk cache: {:?}", t.elapsed());
 
+        // The same router in a warm pool: instances reused, the document parsed once each.
+        let warm = RouterPolicy::load(
+            &host,
+            "rules-router-warm",
+            std::fs::read(policy_artifacts::RULES_ROUTER).unwrap(),
+            settings.clone(),
+            CallLimits {
+                pool: PoolMode::Warm,
+                ..CallLimits::default()
+            },
+            candidates(),
+        )
+        .await
+        .unwrap();
         let f = candidates();
         let facts = [("ar", 2000), ("en", 42), ("en", 2000)].map(|(lang, tokens)| RouteFacts {
             request_id: "req-bench".into(),
@@ -133,6 +147,21 @@ fn main() {
             pct(&times, 0.50).as_secs_f64() * 1e6,
             pct(&times, 0.99).as_secs_f64() * 1e6,
             total.as_secs_f64() * 1e6 / calls as f64,
+        );
+        for i in 0..1000 {
+            warm.route(&facts[i % 3], &f).await.unwrap();
+        }
+        let mut times = Vec::with_capacity(calls);
+        for i in 0..calls {
+            let t = Instant::now();
+            std::hint::black_box(warm.route(&facts[i % 3], &f).await.unwrap());
+            times.push(t.elapsed());
+        }
+        times.sort();
+        println!(
+            "route(), warm pool, {calls} calls: p50 {:.1} µs, p99 {:.1} µs",
+            pct(&times, 0.50).as_secs_f64() * 1e6,
+            pct(&times, 0.99).as_secs_f64() * 1e6,
         );
         // The floor: a router that parses nothing and answers with the first candidate.
         let floor = RouterPolicy::load(

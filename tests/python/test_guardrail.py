@@ -19,13 +19,16 @@ SETTINGS = json.dumps({
 })
 
 
-@pytest.fixture
-def guarded(sim, gateway_factory, tmp_path):
+@pytest.fixture(params=["fresh", "warm"])
+def guarded(sim, gateway_factory, tmp_path, request):
+    """A guardrail gateway, once with a fresh instance per check and once with a warm pool
+    (instances reused, settings parsed once): every test holds for both."""
     doc = tmp_path / "routing.yaml"
     doc.write_text("name: guard-test\nroutes: []\ndefault: qwen2.5-coder-32b\n")
     return gateway_factory(harness.fleet_models(sim.url), routing={"document": str(doc)},
                            default_model="qwen2.5-coder-32b",
-                           extra=harness.UNLIMITED + f"\n[guardrail]\nsettings = {json.dumps(SETTINGS)}\n",
+                           extra=harness.UNLIMITED + f"\n[guardrail]\nsettings = {json.dumps(SETTINGS)}\n"
+                           f"pool = \"{request.param}\"\n",
                            journal={"enabled": True})
 
 

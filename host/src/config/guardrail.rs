@@ -32,6 +32,16 @@ pub(super) struct RawGuardrail {
     /// The most text one check covers; a request with more is refused with a 413.
     #[serde(default = "default_max_scanned_mib")]
     max_scanned_mib: u64,
+    /// `fresh` (a new instance per check) or `warm` (instances reused, settings parsed once).
+    #[serde(default)]
+    pool: super::PoolMode,
+    /// With `pool = "warm"`: checks one instance serves before it is retired.
+    #[serde(default = "default_warm_max_calls")]
+    warm_max_calls: u32,
+}
+
+fn default_warm_max_calls() -> u32 {
+    super::DEFAULT_WARM_MAX_CALLS
 }
 
 /// The defaults of the keys that scale a check with its text (`policy::guardrail::InputScaling`).
@@ -65,6 +75,8 @@ pub struct GuardrailConfig {
     pub deadline_per_mib: Duration,
     pub memory_per_mib: usize,
     pub max_scanned_bytes: usize,
+    pub pool: super::PoolMode,
+    pub warm_max_calls: u32,
 }
 
 pub(super) fn validate(
@@ -107,6 +119,12 @@ pub(super) fn validate(
             "must be between 1 and 64",
         );
     }
+    if g.warm_max_calls == 0 || g.warm_max_calls > 1_000_000 {
+        err(
+            "guardrail.warm_max_calls".into(),
+            "must be between 1 and 1000000",
+        );
+    }
     let mib = |n: u64| usize::try_from(n.min(1 << 16) << 20).unwrap_or(usize::MAX);
     GuardrailConfig {
         component,
@@ -116,5 +134,7 @@ pub(super) fn validate(
         deadline_per_mib: Duration::from_millis(g.deadline_ms_per_mib),
         memory_per_mib: mib(g.memory_mb_per_mib),
         max_scanned_bytes: mib(g.max_scanned_mib),
+        pool: g.pool,
+        warm_max_calls: g.warm_max_calls,
     }
 }

@@ -47,10 +47,10 @@ pub(crate) mod webhook_world {
     });
 }
 
-pub(crate) use guardrail_world::GuardrailPolicyPre;
 pub(crate) use guardrail_world::exports::sovereign::policy::guardrail::{
     Message as WitMessage, Stage as WitStage, Verdict as WitVerdict,
 };
+pub(crate) use guardrail_world::{GuardrailPolicy as GuardrailInstance, GuardrailPolicyPre};
 pub(crate) use webhook_world::WebhookPolicyPre;
 pub(crate) use webhook_world::exports::sovereign::policy::webhook_shaper::{
     Delivery as WitDelivery, Event as WitEvent,

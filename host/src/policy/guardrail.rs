@@ -9,8 +9,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::bindings::{CallState, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage};
-use super::{CallLimits, PolicyError, PolicyHost, RouteFacts};
+use super::bindings::{
+    CallState, GuardrailInstance, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage,
+};
+use super::pool::{Warm, WarmPool};
+use super::{CallLimits, PolicyError, PolicyHost, PoolMode, RouteFacts};
 use crate::config::guardrail_defaults;
 
 /// The world every guardrail component must export.
@@ -119,7 +122,13 @@ pub struct GuardrailPolicy {
     settings: Arc<HashMap<String, String>>,
     limits: CallLimits,
     scaling: InputScaling,
+    /// Idle instances, with [`PoolMode::Warm`] (`[guardrail] pool = "warm"`).
+    warm: Option<WarmPool<GuardrailInstance>>,
 }
+
+/// The most text a call may bring to a warm instance: its store's memory cap is set when it is
+/// made (for this much text), so a larger check runs in a fresh instance sized for it.
+const WARM_MAX_BYTES: usize = 64 << 10;
 
 impl std::fmt::Debug for GuardrailPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -149,6 +158,8 @@ impl GuardrailPolicy {
                 .map_err(|e| super::call::wrong_world(WORLD, &e))?;
             tracing::info!(policy = &*id, sha256, elapsed = ?started.elapsed(), "guardrail compiled");
             let limits = super::call::capped(&host, limits);
+            let warm =
+                (limits.pool == PoolMode::Warm).then(|| WarmPool::new(limits.warm_max_calls));
             Ok::<_, PolicyError>(GuardrailPolicy {
                 host: host.clone(),
                 id,
@@ -157,6 +168,7 @@ impl GuardrailPolicy {
                 settings: Arc::new(settings),
                 limits,
                 scaling: InputScaling::default(),
+                warm,
             })
         })
         .await
@@ -206,7 +218,14 @@ impl GuardrailPolicy {
                 max: self.scaling.max_bytes,
             });
         }
-        let limits = super::call::capped(&self.host, self.scaling.limits_for(self.limits, bytes));
+        let warm = self.warm.as_ref().filter(|_| bytes <= WARM_MAX_BYTES);
+        let sized_for = if warm.is_some() {
+            WARM_MAX_BYTES
+        } else {
+            bytes
+        };
+        let limits =
+            super::call::capped(&self.host, self.scaling.limits_for(self.limits, sized_for));
         let role = match stage {
             Stage::Input => "user",
             Stage::Output => "assistant",
@@ -223,24 +242,32 @@ impl GuardrailPolicy {
             Stage::Output => WitStage::Output,
         };
         let budget = self.host.ticks(limits.deadline);
-        let mut store = super::call::new_store(
-            &self.host,
-            self.id.clone(),
-            self.settings.clone(),
-            limits,
-            budget,
-        );
-        let instance = match self.pre.instantiate_async(&mut store).await {
-            Ok(i) => i,
-            Err(e) => {
-                return Err(super::call::classify(&self.id, limits, &store, e, true));
+        let mut w = match warm.and_then(WarmPool::take) {
+            Some(mut w) => {
+                w.store.data_mut().begin_call(budget);
+                w.store.set_epoch_deadline(1);
+                w
             }
+            None => self.instantiate(limits, budget, warm).await?,
         };
-        let answer = instance
+        let answer = match w
+            .instance
             .sovereign_policy_guardrail()
-            .call_check(&mut store, wit_stage, &RequestFacts::from(facts), &messages)
+            .call_check(
+                &mut w.store,
+                wit_stage,
+                &RequestFacts::from(facts),
+                &messages,
+            )
             .await
-            .map_err(|e| super::call::classify(&self.id, limits, &store, e, false))?;
+        {
+            Ok(a) => a,
+            // The store is dropped here: never entered again after a trap.
+            Err(e) => return Err(super::call::classify(&self.id, limits, &w.store, e, false)),
+        };
+        if let Some(pool) = warm {
+            pool.give_back(w);
+        }
         match answer {
             Ok(v) => self.checked(v, texts),
             Err(r) => Err(PolicyError::Rejected {
@@ -250,6 +277,39 @@ impl GuardrailPolicy {
                 message: r.message.chars().take(1024).collect(),
             }),
         }
+    }
+
+    /// With a warm pool: (instances made, calls served by a reused instance, idle instances).
+    pub fn pool_stats(&self) -> Option<(u64, u64, usize)> {
+        self.warm.as_ref().map(WarmPool::stats)
+    }
+
+    /// A new store and instance under `limits`; instantiation runs under the call's budget.
+    async fn instantiate(
+        &self,
+        limits: CallLimits,
+        budget: u64,
+        warm: Option<&WarmPool<GuardrailInstance>>,
+    ) -> Result<Warm<GuardrailInstance>, PolicyError> {
+        let mut store = super::call::new_store(
+            &self.host,
+            self.id.clone(),
+            self.settings.clone(),
+            limits,
+            budget,
+        );
+        let instance = match self.pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => return Err(super::call::classify(&self.id, limits, &store, e, true)),
+        };
+        if let Some(pool) = warm {
+            pool.made_one();
+        }
+        Ok(Warm {
+            store,
+            instance,
+            calls: 0,
+        })
     }
 
     fn checked(

@@ -96,7 +96,8 @@ pub(super) async fn load_guardrail(
     let limits = CallLimits {
         deadline: g.deadline,
         memory_bytes: g.memory_bytes,
-        ..CallLimits::default()
+        pool: g.pool,
+        warm_max_calls: g.warm_max_calls,
     };
     let scaling = InputScaling {
         deadline_per_mib: g.deadline_per_mib,

@@ -489,3 +489,49 @@ async fn concurrent_calls_never_share_a_warm_instance() {
     assert_eq!(made + reused, 121);
     assert!(made <= 7 && idle as u64 <= made, "{made} {reused} {idle}");
 }
+
+/// The built-in guardrail with a warm pool: checks reuse instances (the settings parsed once per
+/// instance, in the guest), find the same things as fresh ones, and a check larger than a warm
+/// instance is sized for runs in a fresh instance of its own.
+#[tokio::test]
+async fn a_warm_guardrail_reuses_instances_and_sizes_large_checks_fresh() {
+    use sovereign::policy::{GuardrailPolicy, GuardrailStage};
+    let host = PolicyHost::new(HostConfig::default()).unwrap();
+    let settings = HashMap::from([(
+        "settings".to_string(),
+        r#"{"default": "redact", "entities": {"credit_card": "block"}}"#.to_string(),
+    )]);
+    let limits = CallLimits {
+        pool: PoolMode::Warm,
+        deadline: Duration::from_millis(250),
+        ..CallLimits::default()
+    };
+    let g = GuardrailPolicy::load(
+        &host,
+        "guardrail",
+        policy_artifacts::PII_GUARDRAIL_COMPONENT.to_vec(),
+        settings,
+        limits,
+    )
+    .await
+    .unwrap();
+    let facts = RouteFacts::default();
+    let texts = ["mail me at salem@example.sa".to_string()];
+    for _ in 0..5 {
+        let v = g
+            .check(GuardrailStage::Input, &facts, &texts)
+            .await
+            .unwrap();
+        assert_eq!(v.redactions.len(), 1);
+    }
+    let card = ["card 4111 1111 1111 1111".to_string()];
+    let v = g.check(GuardrailStage::Input, &facts, &card).await.unwrap();
+    assert_eq!(v.blocked, ["credit_card"]);
+    // The smoke call made one instance; every later check reused it.
+    assert_eq!(g.pool_stats(), Some((1, 6, 1)));
+    // 1 MiB of text: a fresh instance sized for it, not taken from (or given to) the pool.
+    let big = ["word ".repeat(1 << 18) + "salem@example.sa"];
+    let v = g.check(GuardrailStage::Input, &facts, &big).await.unwrap();
+    assert_eq!(v.redactions.len(), 1);
+    assert_eq!(g.pool_stats(), Some((1, 6, 1)));
+}

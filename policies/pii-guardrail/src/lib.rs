@@ -23,10 +23,36 @@ mod component {
     };
     use sovereign_policy_sdk::host::{self, Level};
 
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
     use crate::settings::Settings;
     use crate::verdict::{self, Violation as PureViolation};
 
     struct PiiGuardrail;
+
+    thread_local! {
+        /// The settings last parsed and the text they came from: an instance the host keeps warm
+        /// parses them once, not per call (a fresh instance starts empty).
+        static PARSED: RefCell<Option<(String, Rc<Settings>)>> = const { RefCell::new(None) };
+    }
+
+    /// The `settings` document, parsed (or the one parsed last, if the text is the same).
+    fn settings() -> Result<Rc<Settings>, Rejection> {
+        let Some(text) = host::config_get("settings") else {
+            return Ok(Rc::new(Settings::default()));
+        };
+        PARSED.with_borrow_mut(|parsed| {
+            if let Some((seen, s)) = parsed.as_ref()
+                && *seen == text
+            {
+                return Ok(s.clone());
+            }
+            let s = Rc::new(Settings::parse(&text).map_err(|e| misconfigured(e.to_string()))?);
+            *parsed = Some((text, s.clone()));
+            Ok(s)
+        })
+    }
 
     fn misconfigured(message: String) -> Rejection {
         host::log(Level::Error, &message);
@@ -43,10 +69,7 @@ mod component {
             facts: RequestFacts,
             messages: Vec<Message>,
         ) -> Result<Verdict, Rejection> {
-            let settings = match host::config_get("settings") {
-                Some(text) => Settings::parse(&text).map_err(|e| misconfigured(e.to_string()))?,
-                None => Settings::default(),
-            };
+            let settings = settings()?;
             let stage = match stage {
                 Stage::Input => verdict::Stage::Input,
                 Stage::Output => verdict::Stage::Output,

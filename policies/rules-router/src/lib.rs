@@ -13,10 +13,33 @@ mod component {
     use sovereign_policy_sdk::host::{self, Level};
     use sovereign_policy_sdk::router::{ModelInfo, Rejection, RequestFacts, RouteDecision, Router};
 
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
     use crate::condition::Facts;
     use crate::policy::{Candidate, Policy};
 
     struct RulesRouter;
+
+    thread_local! {
+        /// The document last parsed and its text: an instance the host keeps warm parses it
+        /// once, not per call (a fresh instance starts empty).
+        static PARSED: RefCell<Option<(String, Rc<Policy>)>> = const { RefCell::new(None) };
+    }
+
+    /// The policy document, parsed (or the one parsed last, if the text is the same).
+    fn policy(text: String) -> Result<Rc<Policy>, Rejection> {
+        PARSED.with_borrow_mut(|parsed| {
+            if let Some((seen, p)) = parsed.as_ref()
+                && *seen == text
+            {
+                return Ok(p.clone());
+            }
+            let p = Rc::new(Policy::parse(&text).map_err(|e| misconfigured(e.to_string()))?);
+            *parsed = Some((text, p.clone()));
+            Ok(p)
+        })
+    }
 
     fn misconfigured(message: String) -> Rejection {
         host::log(Level::Error, &message);
@@ -33,7 +56,7 @@ mod component {
                     "the rules router has no `policy` setting".into(),
                 ));
             };
-            let policy = Policy::parse(&text).map_err(|e| misconfigured(e.to_string()))?;
+            let policy = policy(text)?;
             let facts = Facts {
                 language: facts.language,
                 prompt_tokens: facts.prompt_tokens,
@@ -59,7 +82,7 @@ mod component {
                 model: d.model,
                 fallbacks: d.fallbacks,
                 rule: d.rule,
-                policy: policy.name,
+                policy: policy.name.clone(),
             })
         }
     }
