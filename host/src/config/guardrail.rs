@@ -32,9 +32,11 @@ pub(super) struct RawGuardrail {
     /// The most text one check covers; a request with more is refused with a 413.
     #[serde(default = "default_max_scanned_mib")]
     max_scanned_mib: u64,
-    /// `fresh` (a new instance per check) or `warm` (instances reused, settings parsed once).
+    /// `fresh` (a new instance per check) or `warm` (instances reused, settings parsed once);
+    /// unset: `warm` for the built-in guardrail (first-party code that keeps nothing of a
+    /// request), `fresh` for a `component`.
     #[serde(default)]
-    pool: super::PoolMode,
+    pool: Option<super::PoolMode>,
     /// With `pool = "warm"`: checks one instance serves before it is retired.
     #[serde(default = "default_warm_max_calls")]
     warm_max_calls: u32,
@@ -134,7 +136,11 @@ pub(super) fn validate(
         deadline_per_mib: Duration::from_millis(g.deadline_ms_per_mib),
         memory_per_mib: mib(g.memory_mb_per_mib),
         max_scanned_bytes: mib(g.max_scanned_mib),
-        pool: g.pool,
+        pool: g.pool.unwrap_or(if g.component.is_none() {
+            super::PoolMode::Warm
+        } else {
+            super::PoolMode::Fresh
+        }),
         warm_max_calls: g.warm_max_calls,
     }
 }

@@ -56,10 +56,11 @@ pub(super) struct RawRouting {
     /// the config file. Unset: policies are compiled at every start.
     #[serde(default)]
     cache_dir: Option<String>,
-    /// `fresh` (a new instance per call, the default) or `warm` (reused instances, for Python and
-    /// JavaScript routers); uploads may choose per version.
+    /// `fresh` (a new instance per call) or `warm` (reused instances); unset: `warm` for the
+    /// built-in rules router (first-party code that keeps nothing of a request), `fresh` for a
+    /// `component`. Uploads choose per version.
     #[serde(default)]
-    pool: PoolMode,
+    pool: Option<PoolMode>,
     /// With `pool = "warm"`: calls one instance serves before it is retired.
     #[serde(default = "default_warm_max_calls")]
     warm_max_calls: u32,
@@ -127,7 +128,11 @@ pub(super) fn validate(
         deadline: Duration::from_millis(r.deadline_ms),
         memory_bytes: usize::try_from(r.memory_mb << 20).unwrap_or(usize::MAX),
         cache_dir: r.cache_dir.as_deref().map(|d| base.join(d)),
-        pool: r.pool,
+        pool: r.pool.unwrap_or(if r.component.is_none() {
+            PoolMode::Warm
+        } else {
+            PoolMode::Fresh
+        }),
         warm_max_calls: r.warm_max_calls,
     }
 }
