@@ -90,6 +90,7 @@ pub fn compare(
                 name,
                 uri: format!("{url}/v1/chat/completions").parse()?,
                 authorization: Some(format!("Bearer {secret}")),
+                headers: Vec::new(),
                 body: body.clone(),
                 stream: false,
             })

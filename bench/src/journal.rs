@@ -63,6 +63,7 @@ pub fn compare(
                     name: "gateway",
                     uri: format!("{}/v1/chat/completions", gw.url).parse()?,
                     authorization: Some(format!("Bearer {secret}")),
+                    headers: Vec::new(),
                     body: body.clone(),
                     stream: false,
                 })

@@ -60,15 +60,20 @@ pub struct Target {
     pub name: &'static str,
     pub uri: Uri,
     pub authorization: Option<String>,
+    /// Other request headers (a peer's routing headers, `peers/`).
+    pub headers: Vec<(&'static str, String)>,
     pub body: Bytes,
     pub stream: bool,
 }
 
 impl Target {
-    fn request(&self) -> anyhow::Result<Request<Full<Bytes>>> {
+    pub fn request(&self) -> anyhow::Result<Request<Full<Bytes>>> {
         let mut b = Request::post(self.uri.clone()).header("content-type", "application/json");
         if let Some(a) = &self.authorization {
             b = b.header("authorization", a.as_str());
+        }
+        for (name, value) in &self.headers {
+            b = b.header(*name, value.as_str());
         }
         Ok(b.body(Full::new(self.body.clone()))?)
     }

@@ -6,12 +6,14 @@
 //! `--journal-compare` instead measures the activity journal (`journal.rs`); `--tls-compare`
 //! HTTPS against plain HTTP and new TLS handshakes per second (`tls.rs`); `--responses-compare`
 //! the Responses API against chat completions and continuation latency (`responses.rs`);
-//! `--backends-compare` PostgreSQL + Redis against SQLite, and two replicas at once (`backends.rs`).
+//! `--backends-compare` PostgreSQL + Redis against SQLite, and two replicas at once (`backends.rs`);
+//! `sovereign-bench peers` the gateway against LiteLLM and Portkey's gateway (`peers/`).
 //! See bench/README.md.
 
 mod backends;
 mod journal;
 mod load;
+mod peers;
 mod responses;
 mod servers;
 mod stub;
@@ -22,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
@@ -39,6 +41,9 @@ const GOAL_P99_MS: f64 = 1.0;
     about = "Measures the latency the Sovereign Gateway adds over calling its upstream directly"
 )]
 struct Args {
+    /// Another measurement instead of the latency the gateway adds.
+    #[command(subcommand)]
+    mode: Option<Mode>,
     /// The `sovereign` binary to start (simulator and gateway).
     #[arg(long, default_value = "target/release/sovereign")]
     bin: PathBuf,
@@ -122,6 +127,14 @@ struct Args {
     server_log: String,
 }
 
+#[derive(Subcommand, Debug)]
+enum Mode {
+    /// The gateway (all policies on, and none) against LiteLLM's proxy and Portkey's gateway,
+    /// installed into a cache directory on first use, under the same closed-loop load on the
+    /// same stub upstream (bench/README.md, "Peers").
+    Peers(peers::PeersArgs),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum JournalMode {
     Off,
@@ -160,6 +173,9 @@ fn real_main() -> anyhow::Result<()> {
     if let Some(listen) = args.stub_listen {
         return stub::serve(listen);
     }
+    if let Some(Mode::Peers(peers)) = &args.mode {
+        return peers::run(peers);
+    }
     if args.rate.is_nan()
         || args.rate <= 0.0
         || args.duration.is_nan()
@@ -169,13 +185,7 @@ fn real_main() -> anyhow::Result<()> {
     {
         bail!("--rate, --duration, --rounds and --connections must be positive");
     }
-    if !args.bin.is_file() {
-        bail!(
-            "{} not found: build it with `cargo build --release -p sovereign -p sovereign-bench` \
-             (from the repository root) or pass --bin PATH",
-            args.bin.display()
-        );
-    }
+    servers::require_bin(&args.bin)?;
     let dir = std::env::temp_dir().join(format!("sovereign-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
 
@@ -346,6 +356,7 @@ async fn run(args: &Args, mut sim: Server, mut gw: Server, secret: &str) -> anyh
         name: "direct",
         uri: format!("{}/v1/chat/completions", sim.url).parse()?,
         authorization: None,
+        headers: Vec::new(),
         body: body(direct_model)?,
         stream: args.stream,
     };
@@ -353,6 +364,7 @@ async fn run(args: &Args, mut sim: Server, mut gw: Server, secret: &str) -> anyh
         name: "gateway",
         uri: format!("{}/v1/chat/completions", gw.url).parse()?,
         authorization: Some(format!("Bearer {secret}")),
+        headers: Vec::new(),
         body: body(gateway_model)?,
         stream: args.stream,
     };

@@ -49,6 +49,7 @@ pub fn compare(
                 name,
                 uri: format!("{}{path}", gw.url).parse()?,
                 authorization: Some(format!("Bearer {secret}")),
+                headers: Vec::new(),
                 body: Bytes::from(serde_json::to_vec(&body)?),
                 stream: false,
             })

@@ -133,6 +133,17 @@ pub fn keygen(bin: &Path) -> anyhow::Result<(String, String)> {
     }
 }
 
+/// The `sovereign` binary the bench starts, or an error saying how to build it.
+pub fn require_bin(bin: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        bin.is_file(),
+        "{} not found: build it with `cargo build --release -p sovereign -p sovereign-bench` \
+         (from the repository root) or pass --bin PATH",
+        bin.display()
+    );
+    Ok(())
+}
+
 /// A gateway config: the demo fleet at `sim_url`, one `member` key, listening on port 0; with
 /// `routing` (a path relative to the config), the built-in rules router with that document.
 pub fn gateway_config(sim_url: &str, key_hash: &str, routing: Option<&str>) -> String {

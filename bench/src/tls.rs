@@ -124,6 +124,7 @@ async fn throughput(
                 name: "gateway",
                 uri: format!("{}/v1/chat/completions", gw.url).parse()?,
                 authorization: Some(format!("Bearer {secret}")),
+                headers: Vec::new(),
                 body: body.clone(),
                 stream: false,
             })

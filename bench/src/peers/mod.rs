@@ -1,0 +1,571 @@
+//! `sovereign-bench peers`: the gateway against its peers, LiteLLM's proxy and Portkey's gateway
+//! (issue 19), under the same closed-loop load (`--connections` workers, default 16) on the same
+//! fast upstream (the bench's stub), one target at a time, each running only during its turn:
+//!
+//! 1. the upstream alone (direct);
+//! 2. Sovereign with every policy on: the key, request rates and tokens per day on its team's
+//!    plan and a team budget (limits on, never reached), the Wasm rules router (`auto-router`,
+//!    the demo's routing document), the Wasm PII guardrail (the demo's settings), the durable
+//!    journal;
+//! 3. Sovereign with none: still a key (authentication cannot be turned off), an explicit model,
+//!    no guardrail, journal off;
+//! 4. Portkey's gateway and 5. LiteLLM's proxy (`install.rs`: installed into a cache directory on
+//!    first use), each pointing at the stub.
+//!
+//! Every target must first answer 200 with a chat completion (a gateway answering errors fast
+//! must not look fast); one that cannot be installed, started or probed is a row with the reason.
+//! Then a warm-up and the measured run; non-200 answers during it are counted. One table (req/s,
+//! p50, p99, Sovereign's req/s over each row's), then one JSON line. See bench/README.md, "Peers".
+
+mod install;
+mod probe;
+mod report;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use bytes::Bytes;
+use clap::ValueEnum;
+use serde_json::{Value, json};
+
+use crate::load::{self, HttpClient, Recorder, Target};
+use crate::ms;
+use crate::servers::{self, Server};
+
+/// The model every request names (what the demo router picks for "hi"); Sovereign with all
+/// policies gets `auto-router` instead.
+const MODEL: &str = "llama-3.2-3b-instruct";
+
+/// The key the peers forward to the stub (which ignores it).
+const UPSTREAM_KEY: &str = "sk-bench-upstream";
+
+/// The built-in PII guardrail with the settings `sovereign demo` configures.
+const GUARDRAIL: &str = "[guardrail]\nsettings = '{\"default\": \"redact\", \"entities\": \
+     {\"credit_card\": \"block\", \"us_ssn\": \"block\", \"saudi_id\": \"flag\", \
+     \"emirates_id\": \"flag\", \"egyptian_id\": \"flag\"}}'\n";
+
+/// Limits that are on (every check runs) but never reached in a run.
+const PLAN_UNLIMITED: &str =
+    "[plans.enterprise]\nrequests_per_minute = 0\nburst = 0\ntokens_per_day = 0\n";
+const PLAN_LIMITED: &str = "[plans.enterprise]\nrequests_per_minute = 100000000\nburst = 100000000\n\
+     tokens_per_day = 1000000000000\n";
+const IP_UNLIMITED: &str = "[access]\nip_requests_per_minute = 0\n";
+const IP_LIMITED: &str = "[access]\nip_requests_per_minute = 100000000\nip_burst = 100000000\n";
+
+/// How the all-policies gateway keeps its Wasm instances (`--pools`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pools {
+    Fresh,
+    Warm,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PeersArgs {
+    /// The `sovereign` binary (the gateway; `keygen`).
+    #[arg(long, default_value = "target/release/sovereign")]
+    bin: PathBuf,
+    /// Measured seconds per target.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds of unmeasured load on each target first.
+    #[arg(long, default_value_t = 3.0)]
+    warmup: f64,
+    /// Closed-loop workers, each on its own keep-alive connection.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Tokio worker threads of the load generator.
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    /// `max_tokens` of each request.
+    #[arg(long, default_value_t = 16)]
+    max_tokens: u32,
+    /// Where the peers are installed on first use and found afterwards (default
+    /// `~/.cache/sovereign-bench/peers`).
+    #[arg(long)]
+    peers_cache: Option<PathBuf>,
+    /// Peers neither installed nor measured, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    skip: Vec<PeerName>,
+    /// With all policies on: the built-in router's and guardrail's instances reused from a warm
+    /// pool (their default) or fresh per call (`pool = "fresh"` in `[routing]` and `[guardrail]`).
+    #[arg(long, value_enum, default_value_t = Pools::Warm)]
+    pools: Pools,
+    /// Keep the temporary directory (configs, logs) after a run without failed rows too.
+    #[arg(long)]
+    keep_logs: bool,
+    /// RUST_LOG for the stub and the gateways.
+    #[arg(long, default_value = "info")]
+    server_log: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PeerName {
+    Litellm,
+    Portkey,
+}
+
+/// The rows, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    Direct,
+    SovereignAll,
+    SovereignNone,
+    Portkey,
+    Litellm,
+}
+
+impl Which {
+    const ALL: [Which; 5] = [
+        Which::Direct,
+        Which::SovereignAll,
+        Which::SovereignNone,
+        Which::Portkey,
+        Which::Litellm,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Which::Direct => "upstream (direct)",
+            Which::SovereignAll => "sovereign, all policies",
+            Which::SovereignNone => "sovereign, no policies",
+            Which::Portkey => "portkey gateway",
+            Which::Litellm => "litellm proxy",
+        }
+    }
+
+    fn version(self) -> &'static str {
+        match self {
+            Which::Direct => "bench stub",
+            Which::SovereignAll | Which::SovereignNone => "this build",
+            Which::Portkey => install::PORTKEY_VERSION,
+            Which::Litellm => install::LITELLM_VERSION,
+        }
+    }
+
+    fn skipped(self, skip: &[PeerName]) -> bool {
+        match self {
+            Which::Portkey => skip.contains(&PeerName::Portkey),
+            Which::Litellm => skip.contains(&PeerName::Litellm),
+            _ => false,
+        }
+    }
+
+    /// How long a started target may take to answer its first request.
+    fn ready_within(self) -> Duration {
+        match self {
+            Which::Direct | Which::SovereignAll | Which::SovereignNone => Duration::from_secs(10),
+            Which::Portkey => Duration::from_secs(60),
+            Which::Litellm => Duration::from_secs(180),
+        }
+    }
+}
+
+/// The process behind a target during its turn (stopped on drop).
+enum Running {
+    Upstream,
+    Gateway(Server),
+    Peer(install::Peer),
+}
+
+impl Running {
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Running::Upstream => None,
+            Running::Gateway(s) => Some(s.pid()),
+            Running::Peer(p) => Some(p.pid()),
+        }
+    }
+
+    fn check_alive(&mut self) -> anyhow::Result<()> {
+        match self {
+            Running::Upstream => Ok(()),
+            Running::Gateway(s) => s.check_alive(),
+            Running::Peer(p) => p.check_alive(),
+        }
+    }
+}
+
+/// One row of the table.
+struct Row {
+    which: Which,
+    outcome: Result<Measured, String>,
+}
+
+struct Measured {
+    rec: Recorder,
+    /// What the first request showed (model, route policy).
+    probe: String,
+    /// Checks made on the target beyond the load (Sovereign with all policies: the guardrail
+    /// refused a card number, the team budget was charged).
+    checks: Value,
+    /// The share of all cores that processes other than the target, the stub and this client
+    /// used during the measured run.
+    others_share: f64,
+    /// CPU per answered request of the target's processes (the peer and its children); none
+    /// for the upstream alone.
+    target_cpu_us: Option<f64>,
+}
+
+/// The keys and the stub every target shares.
+struct Shared<'a> {
+    args: &'a PeersArgs,
+    cache: PathBuf,
+    dir: PathBuf,
+    stub: Server,
+    secret: String,
+    hash: String,
+    admin_secret: String,
+    admin_hash: String,
+}
+
+pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
+    if args.duration.is_nan() || args.duration <= 0.0 || args.connections == 0 {
+        bail!("--duration and --connections must be positive");
+    }
+    servers::require_bin(&args.bin)?;
+    let dir = std::env::temp_dir().join(format!("sovereign-bench-peers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let routing = dir.join("routing.yaml");
+    std::fs::write(&routing, sovereign::demo::DEMO_ROUTING)
+        .with_context(|| format!("writing {}", routing.display()))?;
+    let stub = Server::start(
+        "stub upstream",
+        &std::env::current_exe().context("locating sovereign-bench itself")?,
+        &["--stub-listen", "127.0.0.1:0"],
+        dir.join("stub.log"),
+        &args.server_log,
+    )?;
+    let (secret, hash) = servers::keygen(&args.bin)?;
+    let (admin_secret, admin_hash) = servers::keygen(&args.bin)?;
+    let shared = Shared {
+        args,
+        cache: install::cache_dir(args.peers_cache.as_deref())?,
+        dir: dir.clone(),
+        stub,
+        secret,
+        hash,
+        admin_secret,
+        admin_hash,
+    };
+    println!(
+        "sovereign-bench peers: closed loop, {} connections, {} s measured per target after {} s \
+         warm-up, {} client thread(s), upstream: the bench stub at {}; peers cached in {}",
+        args.connections,
+        args.duration,
+        args.warmup,
+        args.client_threads,
+        shared.stub.url,
+        shared.cache.display()
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.client_threads.max(1))
+        .thread_name("bench-client")
+        .enable_all()
+        .build()?;
+    let client = load::client(args.connections)?;
+    let load_start = servers::loadavg().unwrap_or(-1.0);
+    let mut rows = Vec::new();
+    for which in Which::ALL {
+        if which.skipped(&args.skip) {
+            continue;
+        }
+        let outcome = match start(&shared, which) {
+            Err(e) => Err(format!("did not start: {e:#}")),
+            Ok((mut running, target)) => rt
+                .block_on(measure(&shared, &client, which, &mut running, &target))
+                .map_err(|e| format!("{e:#}")),
+        };
+        match &outcome {
+            Ok(m) => println!(
+                "  {:<24} {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms, {} non-200",
+                which.name(),
+                m.rec.throughput(),
+                ms(&m.rec.service, 0.5),
+                ms(&m.rec.service, 0.99),
+                m.rec.errors
+            ),
+            Err(e) => println!("  {:<24} NOT MEASURED: {e}", which.name()),
+        }
+        rows.push(Row { which, outcome });
+    }
+    rt.shutdown_timeout(Duration::from_secs(1));
+    let load_end = servers::loadavg().unwrap_or(-1.0);
+
+    report::table(&rows, (load_start, load_end));
+    println!(
+        "{}",
+        serde_json::to_string(&report::summary(args, &rows, (load_start, load_end)))?
+    );
+    let failed = rows.iter().any(|r| r.outcome.is_err());
+    if failed || args.keep_logs {
+        println!("configs and logs kept in {}", dir.display());
+    } else {
+        drop(shared);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(())
+}
+
+/// Starts the target's process (installing a peer first if needed) and says where to send what.
+fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
+    let body = |model: &str| -> anyhow::Result<Bytes> {
+        Ok(Bytes::from(serde_json::to_vec(&json!({
+            "model": model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": s.args.max_tokens,
+        }))?))
+    };
+    let target =
+        |url: &str, authorization: Option<String>, model: &str| -> anyhow::Result<Target> {
+            Ok(Target {
+                name: which.name(),
+                uri: format!("{url}/v1/chat/completions").parse()?,
+                authorization,
+                headers: Vec::new(),
+                body: body(model)?,
+                stream: false,
+            })
+        };
+    let bearer = Some(format!("Bearer {}", s.secret));
+    Ok(match which {
+        Which::Direct => (Running::Upstream, target(&s.stub.url, None, MODEL)?),
+        Which::SovereignAll | Which::SovereignNone => {
+            let all = which == Which::SovereignAll;
+            let gw = start_gateway(s, all)?;
+            let model = if all { "auto-router" } else { MODEL };
+            let t = target(&gw.url, bearer, model)?;
+            (Running::Gateway(gw), t)
+        }
+        Which::Portkey => {
+            let peer = install::portkey(&s.cache, &s.dir)?;
+            let mut t = target(&peer.url, Some(format!("Bearer {UPSTREAM_KEY}")), MODEL)?;
+            t.headers = vec![
+                ("x-portkey-provider", "openai".into()),
+                ("x-portkey-custom-host", format!("{}/v1", s.stub.url)),
+            ];
+            (Running::Peer(peer), t)
+        }
+        Which::Litellm => {
+            // The master key: the same random secret as Sovereign's key.
+            let peer = install::litellm(&s.cache, &s.dir, &s.stub.url, MODEL, &s.secret)?;
+            let t = target(&peer.url, bearer, MODEL)?;
+            (Running::Peer(peer), t)
+        }
+    })
+}
+
+/// `sovereign serve` with every policy on (`all`) or none, in its own data directory.
+fn start_gateway(s: &Shared, all: bool) -> anyhow::Result<Server> {
+    let name = if all { "all" } else { "none" };
+    let url = &s.stub.url;
+    let base = servers::gateway_config(url, &s.hash, all.then_some("routing.yaml"));
+    let mut text = format!("data_dir = \"data-{name}\"\n{base}");
+    if all {
+        let line = format!("base_url = \"{url}/v1\"\n");
+        text = text
+            .replace(PLAN_UNLIMITED, PLAN_LIMITED)
+            .replace(IP_UNLIMITED, IP_LIMITED)
+            // A price on every model, so the budget reserves and settles real money.
+            .replace(
+                &line,
+                &format!("{line}input_cost_per_mtok = 0.5\noutput_cost_per_mtok = 1.5\n"),
+            );
+        anyhow::ensure!(
+            text.contains(PLAN_LIMITED)
+                && text.contains(IP_LIMITED)
+                && text.contains("input_cost_per_mtok"),
+            "the bench config's plan, access or model tables moved (servers::gateway_config)"
+        );
+        text.push_str(&format!(
+            "\n{GUARDRAIL}\n[journal]\ndurability = \"durable\"\n"
+        ));
+        let pool = match s.args.pools {
+            Pools::Warm => "pool = \"warm\"\n",
+            Pools::Fresh => "pool = \"fresh\"\n",
+        };
+        text = text
+            .replace("[routing]\n", &format!("[routing]\n{pool}"))
+            .replace("[guardrail]\n", &format!("[guardrail]\n{pool}"));
+    } else {
+        text.push_str("\n[journal]\nenabled = false\n");
+    }
+    // An admin key, to give the team its budget through the admin API (`measure`).
+    text.push_str(&format!(
+        "\n[[keys]]\nname = \"bench-admin\"\nteam = \"bench\"\nrole = \"admin\"\nhash = \"{}\"\n",
+        s.admin_hash
+    ));
+    let config = s.dir.join(format!("gateway-{name}.toml"));
+    std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
+    let config_arg = config.display().to_string();
+    Server::start(
+        "gateway",
+        &s.args.bin,
+        &["serve", "--config", &config_arg],
+        s.dir.join(format!("gateway-{name}.log")),
+        &s.args.server_log,
+    )
+}
+
+/// Probe until ready, then warm up and measure one target.
+async fn measure(
+    s: &Shared<'_>,
+    client: &HttpClient,
+    which: Which,
+    running: &mut Running,
+    target: &Target,
+) -> anyhow::Result<Measured> {
+    let probe = probe::ready(client, target, running, which.ready_within()).await?;
+    let base = target.uri.to_string().replace("/v1/chat/completions", "");
+    if which == Which::SovereignAll {
+        probe::admin(
+            client,
+            &s.admin_secret,
+            "PATCH",
+            &format!("{base}/v1/admin/teams/bench"),
+            Some(json!({"budget": 1_000_000.0, "token_cap_per_day": 1_000_000_000_000_u64})),
+        )
+        .await
+        .context("giving the team a budget")?;
+        probe::pii_refused(client, target).await?;
+    }
+    let workers = s.args.connections;
+    let phase = async |secs: f64| {
+        let d = Duration::from_secs_f64(secs);
+        match tokio::time::timeout(
+            d + Duration::from_secs(30),
+            load::closed_loop(client, target, workers, d),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => bail!("requests still unanswered 30 s after the run's end"),
+        }
+    };
+    if s.args.warmup > 0.0 {
+        let r = phase(s.args.warmup).await?;
+        if r.errors > 0 {
+            eprintln!(
+                "warm-up {}: {} non-200, first: {}",
+                which.name(),
+                r.errors,
+                r.first_error.as_deref().unwrap_or("")
+            );
+        }
+    }
+    let before = Cpu::now(running.pid(), s.stub.pid());
+    let rec = phase(s.args.duration).await?;
+    let after = Cpu::now(running.pid(), s.stub.pid());
+    running.check_alive()?;
+    let checks = if which == Which::SovereignAll {
+        let team = probe::admin(
+            client,
+            &s.admin_secret,
+            "GET",
+            &format!("{base}/v1/admin/teams/bench"),
+            None,
+        )
+        .await?;
+        json!({"pii_card_refused": true, "team_spend": team["spend"]})
+    } else {
+        Value::Null
+    };
+    let ok = rec.ok.max(1) as f64;
+    let target_cpu = after.target.saturating_sub(before.target);
+    let ours =
+        target_cpu + after.stub.saturating_sub(before.stub) + after.me.saturating_sub(before.me);
+    let total = after.total.saturating_sub(before.total).as_secs_f64();
+    let busy = after.busy.saturating_sub(before.busy);
+    Ok(Measured {
+        others_share: if total > 0.0 {
+            busy.saturating_sub(ours).as_secs_f64() / total
+        } else {
+            0.0
+        },
+        target_cpu_us: running
+            .pid()
+            .map(|_| (target_cpu.as_secs_f64() * 1e6 / ok).round()),
+        rec,
+        probe,
+        checks,
+    })
+}
+
+/// CPU used so far by the target's processes, the stub, this process and the whole machine.
+struct Cpu {
+    target: Duration,
+    stub: Duration,
+    me: Duration,
+    busy: Duration,
+    total: Duration,
+}
+
+impl Cpu {
+    fn now(target: Option<u32>, stub: u32) -> Cpu {
+        let c = |pid| servers::cpu_time(pid).unwrap_or_default();
+        let (busy, total) = servers::machine_cpu().unwrap_or_default();
+        Cpu {
+            target: target
+                .map(|p| family(p).into_iter().map(c).sum())
+                .unwrap_or_default(),
+            stub: c(stub),
+            me: c(std::process::id()),
+            busy,
+            total,
+        }
+    }
+}
+
+/// A process and its descendants (`/proc/PID/task/TID/children`).
+fn family(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while let Some(&p) = all.get(i) {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) {
+            for task in tasks.flatten() {
+                let children =
+                    std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                all.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probe::chat_completion;
+    use super::report::ratio;
+    use super::*;
+
+    #[test]
+    fn a_chat_completion_is_recognised_and_an_error_is_not() {
+        let ok = json!({"object": "chat.completion", "model": "m",
+                        "choices": [{"message": {"role": "assistant", "content": "hi"}}]});
+        assert_eq!(chat_completion(&ok).as_deref(), Ok("m"));
+        assert!(chat_completion(&json!({"error": {"message": "no"}})).is_err());
+        let empty = json!({"object": "chat.completion", "choices": [{"message": {"content": ""}}]});
+        assert!(chat_completion(&empty).is_err());
+    }
+
+    #[test]
+    fn ratios_need_both_figures() {
+        assert_eq!(ratio(Some(200.0), 100.0), Some(2.0));
+        assert_eq!(ratio(None, 100.0), None);
+        assert_eq!(ratio(Some(200.0), 0.0), None);
+    }
+
+    #[test]
+    fn the_gateway_config_still_has_the_tables_the_all_policies_config_replaces() {
+        let base = servers::gateway_config("http://127.0.0.1:9", "sha256:00", None);
+        assert!(base.contains(PLAN_UNLIMITED));
+        assert!(base.contains(IP_UNLIMITED));
+        assert!(base.contains("base_url = \"http://127.0.0.1:9/v1\"\n"));
+    }
+}

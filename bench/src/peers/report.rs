@@ -1,0 +1,127 @@
+//! The run's results: one table for people (req/s, p50, p99, Sovereign's req/s over each row's,
+//! how busy the rest of the machine was) and one JSON line for scripts.
+
+use serde_json::{Value, json};
+
+use super::{PeersArgs, Row, Which};
+use crate::{ms, round3};
+
+fn rps(rows: &[Row], which: Which) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.which == which)
+        .and_then(|r| r.outcome.as_ref().ok())
+        .map(|m| m.rec.throughput())
+}
+
+/// Sovereign's req/s over this row's.
+pub(super) fn ratio(sovereign: Option<f64>, this: f64) -> Option<f64> {
+    sovereign.filter(|_| this > 0.0).map(|s| s / this)
+}
+
+pub(super) fn table(rows: &[Row], load: (f64, f64)) {
+    let (all, none) = (
+        rps(rows, Which::SovereignAll),
+        rps(rows, Which::SovereignNone),
+    );
+    let x = |r: Option<f64>| r.map_or_else(|| "–".to_string(), |r| format!("{r:.2}x"));
+    println!();
+    println!(
+        "{:<24} {:>8} {:>8} {:>9} {:>8} {:>8} {:>10} {:>11} {:>7}",
+        "target", "ok", "non-200", "req/s", "p50 ms", "p99 ms", "all ÷ it", "none ÷ it", "others"
+    );
+    for row in rows {
+        match &row.outcome {
+            Ok(m) => println!(
+                "{:<24} {:>8} {:>8} {:>9.0} {:>8.3} {:>8.3} {:>10} {:>11} {:>6.1}%",
+                row.which.name(),
+                m.rec.ok,
+                m.rec.errors,
+                m.rec.throughput(),
+                ms(&m.rec.service, 0.5),
+                ms(&m.rec.service, 0.99),
+                x(ratio(all, m.rec.throughput())),
+                x(ratio(none, m.rec.throughput())),
+                m.others_share * 100.0,
+            ),
+            Err(e) => println!("{:<24} NOT MEASURED: {e}", row.which.name()),
+        }
+    }
+    println!();
+    for row in rows {
+        if let Ok(m) = &row.outcome {
+            print!(
+                "{} ({}): first answer {}",
+                row.which.name(),
+                row.which.version(),
+                m.probe,
+            );
+            if let Some(us) = m.target_cpu_us {
+                print!("; {us} µs CPU per request in its processes");
+            }
+            if let Some(e) = &m.rec.first_error {
+                print!("; {} non-200, first: {e}", m.rec.errors);
+            }
+            println!();
+        }
+    }
+    let noisy = rows
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .any(|m| m.others_share > 0.05);
+    println!(
+        "req/s and latency (service time, closed loop) per target; \"all ÷ it\" / \"none ÷ it\": \
+         Sovereign's req/s (all policies / none) over the row's; \"others\": the share of all cores \
+         other processes used meanwhile; load average {:.2} at start, {:.2} at end{}",
+        load.0,
+        load.1,
+        if noisy {
+            "  (NOISY: over 5% other load, figures are not representative)"
+        } else {
+            ""
+        }
+    );
+}
+
+pub(super) fn summary(args: &PeersArgs, rows: &[Row], load: (f64, f64)) -> Value {
+    let (all, none) = (
+        rps(rows, Which::SovereignAll),
+        rps(rows, Which::SovereignNone),
+    );
+    let targets: Vec<Value> = rows
+        .iter()
+        .map(|row| match &row.outcome {
+            Ok(m) => json!({
+                "target": row.which.name(),
+                "version": row.which.version(),
+                "ok": m.rec.ok,
+                "non_200": m.rec.errors,
+                "first_error": m.rec.first_error,
+                "rps": round3(m.rec.throughput()),
+                "p50_ms": ms(&m.rec.service, 0.5),
+                "p99_ms": ms(&m.rec.service, 0.99),
+                "all_over_it": ratio(all, m.rec.throughput()).map(round3),
+                "none_over_it": ratio(none, m.rec.throughput()).map(round3),
+                "first_answer": m.probe,
+                "checks": m.checks,
+                "cpu_us_per_request": m.target_cpu_us,
+                "others_cpu_share": round3(m.others_share),
+            }),
+            Err(e) => {
+                json!({"target": row.which.name(), "version": row.which.version(), "error": e})
+            }
+        })
+        .collect();
+    json!({
+        "bench": "sovereign-bench",
+        "mode": "peers",
+        "upstream": "stub",
+        "connections": args.connections,
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "client_threads": args.client_threads,
+        "max_tokens": args.max_tokens,
+        "targets": targets,
+        "loadavg_start": load.0,
+        "loadavg_end": load.1,
+    })
+}
