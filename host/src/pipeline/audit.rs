@@ -132,6 +132,11 @@ impl Audit {
         self.with(|f| f.upstream = Some(f.upstream.unwrap_or_default() + took));
     }
 
+    /// Whether the response is a stream (its entry and its metrics wait for its end).
+    pub fn is_stream(&self) -> bool {
+        self.read(|f| f.stream != StreamState::None)
+    }
+
     /// What the metrics need of a finished request (`pipeline::observe`).
     pub fn observed(&self) -> Observed {
         self.read(|f| Observed {
@@ -320,7 +325,7 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
 
     let response = next.run(req).await;
     let status = response.status();
-    if audit.read(|f| f.stream != StreamState::None) && status.is_success() {
+    if audit.is_stream() && status.is_success() {
         let (parts, body) = response.into_parts();
         return Response::from_parts(parts, Body::from_stream(hold_back_last(body, pending)));
     }

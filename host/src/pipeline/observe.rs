@@ -39,7 +39,7 @@ pub async fn observe(State(app): State<AppState>, mut req: Request, next: Next) 
         status: response.status(),
         error_type: response.extensions().get::<ErrorKind>().map(|k| k.0),
     };
-    if ended.audit.observed().streamed && ended.status.is_success() {
+    if ended.audit.is_stream() && ended.status.is_success() {
         // Counted when the body is done with: at its end, or when the client went away.
         let (parts, body) = response.into_parts();
         let frames = futures_util::stream::unfold(
