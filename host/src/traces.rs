@@ -152,16 +152,6 @@ impl Trace {
         TraceContextPropagator::new().inject_context(&self.cx, &mut HeaderInjector(&mut headers));
         headers.remove("traceparent")
     }
-
-    /// This trace's id (32 hex digits).
-    pub fn trace_id(&self) -> String {
-        self.cx.span().span_context().trace_id().to_string()
-    }
-
-    /// Ends the span now (else: when the last clone is dropped).
-    pub fn end(self) {
-        self.cx.span().end();
-    }
 }
 
 /// The 128 bits of a request id (`req-` + 32 hex digits).
