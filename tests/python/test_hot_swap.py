@@ -44,6 +44,7 @@ default: qwen2.5-coder-32b
 
 MODEL_OF = {"swap-a": "llama-3.2-3b-instruct", "swap-b": "magistral-small"}
 WRONG_WORLD_WASM = harness.REPO / "policies" / "target" / "wasm32-wasip2" / "release" / "wrong_world.wasm"
+RULES_ROUTER_WASM = harness.REPO / "policies" / "target" / "wasm32-wasip2" / "release" / "rules_router.wasm"
 
 
 def start_routed(sim, keys, directory):
@@ -132,6 +133,23 @@ def test_upload_without_activation_keeps_routing(admin, client):
     r = upload(admin, DOC_B, activate=False)
     assert r.status_code == 201, r.text
     assert r.json()["status"] == "inactive"
+    assert ask(client) == ("llama-3.2-3b-instruct", "swap-a")
+
+
+def test_the_built_in_runs_warm_and_a_new_component_fresh_unless_told(admin, client):
+    # The configured built-in rules router defaults to a warm pool; a document alone keeps it.
+    r = upload(admin, DOC_A)
+    assert r.status_code == 201 and r.json()["pool"] == "warm", r.text
+    # A new component without `pool` runs fresh, whatever the active version does: its state
+    # between calls is not the gateway's to vouch for.
+    r = upload(admin, DOC_B, component=RULES_ROUTER_WASM.read_bytes())
+    assert r.status_code == 201 and r.json()["pool"] == "fresh", r.text
+    assert ask(client) == ("magistral-small", "swap-b")
+    # Asked for, it is warm.
+    r = admin.post("/v1/admin/policies", json={
+        "document": DOC_A, "pool": "warm",
+        "component_base64": base64.b64encode(RULES_ROUTER_WASM.read_bytes()).decode()})
+    assert r.status_code == 201 and r.json()["pool"] == "warm", r.text
     assert ask(client) == ("llama-3.2-3b-instruct", "swap-a")
 
 

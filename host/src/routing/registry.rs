@@ -168,9 +168,10 @@ impl PolicyRegistry {
         self.active.load_full()
     }
 
-    /// Validates a new version and records it; with `activate`, swaps it in. A missing component,
-    /// document or pool mode is taken from the active version. A version that fails validation
-    /// is listed as `failed` and the active version stays.
+    /// Validates a new version and records it; with `activate`, swaps it in. A missing component
+    /// or document is taken from the active version; a missing pool mode too, except with a new
+    /// component, which runs fresh unless told otherwise. A version that fails validation is
+    /// listed as `failed` and the active version stays.
     pub async fn add(
         &self,
         component: Option<Vec<u8>>,
@@ -196,10 +197,16 @@ impl PolicyRegistry {
     ) -> Result<VersionInfo, RegistryError> {
         let _one_at_a_time = self.loading.lock().await;
         let current = self.active.load_full();
+        // Unsaid, a new component runs fresh (its state between calls is not the gateway's to
+        // vouch for); a new document alone keeps the active version's mode.
+        let default_pool = match &component {
+            Some(_) => PoolMode::Fresh,
+            None => current.policy.limits().pool,
+        };
         let wasm: Arc<[u8]> = component.map_or_else(|| current.wasm.clone(), Arc::from);
         let document: Option<Arc<str>> = document.map(Arc::from).or(current.document.clone());
         let limits = CallLimits {
-            pool: pool.unwrap_or(current.policy.limits().pool),
+            pool: pool.unwrap_or(default_pool),
             ..self.limits
         };
         drop(current);
