@@ -137,9 +137,14 @@ describe('console', () => {
     await page.locator('#journal-form').waitFor(WAIT);
     await page.fill('#journal-team', teamId);
     await page.click('#journal-search');
+    // Filtered by the team: every row is the team's. Waited for, since the page's first,
+    // unfiltered listing (every team's entries) stays on screen until the search answers.
+    await page.waitForFunction((team) => {
+      const cells = [...document.querySelectorAll('#journal-table tbody tr td:nth-child(3)')];
+      return cells.length >= 1 && cells.every((c) => c.innerText.trim() === team);
+    }, teamId, WAIT);
     const row = page.locator('#journal-table tbody tr', { hasText: 'chat.completions' }).first();
     await row.waitFor(WAIT);
-    // Filtered by the team: every row is the team's.
     const teams = await page.locator('#journal-table tbody tr td:nth-child(3)').allInnerTexts();
     assert.ok(teams.length >= 1 && teams.every((t) => t.trim() === teamId), teams.join(','));
     assert.equal(await direction(page, '#journal-table .actor', ACTOR), 'rtl');
