@@ -242,12 +242,8 @@ impl GuardrailPolicy {
             Stage::Output => WitStage::Output,
         };
         let budget = self.host.ticks(limits.deadline);
-        let mut w = match warm.and_then(WarmPool::take) {
-            Some(mut w) => {
-                w.store.data_mut().begin_call(budget);
-                w.store.set_epoch_deadline(1);
-                w
-            }
+        let mut w = match warm.and_then(|p| p.take_for(budget)) {
+            Some(w) => w,
             None => self.instantiate(limits, budget, warm).await?,
         };
         let answer = match w

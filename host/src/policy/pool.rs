@@ -44,12 +44,20 @@ impl<I> WarmPool<I> {
     }
 
     /// An idle instance, most recently used first (its pages are the likeliest to be resident).
-    pub fn take(&self) -> Option<Warm<I>> {
+    fn take(&self) -> Option<Warm<I>> {
         let w = self.lock().pop();
         if w.is_some() {
             self.reused.fetch_add(1, Ordering::Relaxed);
         }
         w
+    }
+
+    /// An idle instance with a fresh budget of `budget` epoch ticks for its next call.
+    pub fn take_for(&self, budget: u64) -> Option<Warm<I>> {
+        let mut w = self.take()?;
+        w.store.data_mut().begin_call(budget);
+        w.store.set_epoch_deadline(1);
+        Some(w)
     }
 
     /// Counts an instance made for the pool.

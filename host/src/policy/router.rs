@@ -187,12 +187,8 @@ impl RouterPolicy {
         let wit_facts = RequestFacts::from(facts);
         let wit_candidates: Vec<ModelInfo> = candidates.iter().map(ModelInfo::from).collect();
         let budget = self.host.ticks(self.limits.deadline);
-        let mut w = match self.warm.as_ref().and_then(WarmPool::take) {
-            Some(mut w) => {
-                w.store.data_mut().begin_call(budget);
-                w.store.set_epoch_deadline(1);
-                w
-            }
+        let mut w = match self.warm.as_ref().and_then(|p| p.take_for(budget)) {
+            Some(w) => w,
             // A new instance's call shares one budget with its instantiation, as before pools.
             None => self.instantiate(budget).await?,
         };
