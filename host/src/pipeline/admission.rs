@@ -63,7 +63,7 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
         {
             Ok(key) => {
                 if let Some(audit) = req.extensions().get::<Audit>() {
-                    audit.team(&key.principal.team_id);
+                    audit.principal(&key.principal);
                 }
                 req.extensions_mut().insert(key.principal.clone());
                 req.extensions_mut().insert(ClientIp(ip));

@@ -47,8 +47,9 @@ pub struct Audit(Arc<Mutex<Facts>>);
 #[derive(Default)]
 struct Facts {
     actor: Option<String>,
-    /// The team of the key, once authenticated (for the metrics; the entry takes the principal).
-    team: Option<String>,
+    /// Who the key is, once authenticated (for the metrics' team; the entry takes the principal
+    /// from the request).
+    principal: Option<Arc<Principal>>,
     /// What the client asked for (a model, alias or routing policy), once it resolved.
     requested: Option<String>,
     /// The model that served, with its prices (for the metrics' spend).
@@ -115,10 +116,10 @@ impl Audit {
         self.with(|f| f.actor = Some(actor));
     }
 
-    /// The team of the authenticated key (`admission::authenticate`).
-    pub fn team(&self, team: &str) {
-        let team = team.to_string();
-        self.with(|f| f.team = Some(team));
+    /// The authenticated key's principal (`admission::authenticate`).
+    pub fn principal(&self, principal: &Arc<Principal>) {
+        let principal = principal.clone();
+        self.with(|f| f.principal = Some(principal));
     }
 
     /// The name the client asked for, known to resolve (`pipeline::route`).
@@ -137,17 +138,20 @@ impl Audit {
         self.read(|f| f.stream != StreamState::None)
     }
 
-    /// What the metrics need of a finished request (`pipeline::observe`).
-    pub fn observed(&self) -> Observed {
-        self.read(|f| Observed {
-            team: f.team.clone(),
-            requested: f.requested.clone(),
-            served: f.served.clone(),
-            policy: f.routing_policy.clone(),
-            upstream: f.upstream,
-            prompt_tokens: f.prompt_tokens.unwrap_or(0),
-            completion_tokens: f.completion_tokens.unwrap_or(0),
-            streamed: f.stream != StreamState::None,
+    /// Runs `record` on what the metrics need of a finished request (`pipeline::observe`),
+    /// borrowed: nothing is copied.
+    pub fn observed<T>(&self, record: impl FnOnce(Observed<'_>) -> T) -> T {
+        self.read(|f| {
+            record(Observed {
+                team: f.principal.as_ref().map_or("", |p| p.team_id.as_str()),
+                requested: f.requested.as_deref().unwrap_or(""),
+                served: f.served.as_ref(),
+                policy: f.routing_policy.as_deref().unwrap_or(""),
+                upstream: f.upstream,
+                prompt_tokens: f.prompt_tokens.unwrap_or(0),
+                completion_tokens: f.completion_tokens.unwrap_or(0),
+                streamed: f.stream != StreamState::None,
+            })
         })
     }
 
@@ -203,12 +207,12 @@ impl Audit {
     }
 }
 
-/// A finished request's facts, as the metrics read them.
-pub struct Observed {
-    pub team: Option<String>,
-    pub requested: Option<String>,
-    pub served: Option<Arc<ModelConfig>>,
-    pub policy: Option<String>,
+/// A finished request's facts, as the metrics read them (empty: not known).
+pub struct Observed<'a> {
+    pub team: &'a str,
+    pub requested: &'a str,
+    pub served: Option<&'a Arc<ModelConfig>>,
+    pub policy: &'a str,
     pub upstream: Option<Duration>,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -228,10 +232,10 @@ fn truncate(s: &str) -> String {
     s.chars().take(MAX_ACTOR_CHARS).collect()
 }
 
-/// The action an entry records, from the request's method and path (the route table's
-/// routes; anything else, e.g. a wrong method, is `<METHOD> <path>` cut to 128 bytes).
-fn action(method: &Method, path: &str) -> String {
-    let Some(name) = operation(method, path) else {
+/// The action an entry records: the request's `operation` (the route table's routes; anything
+/// else, e.g. a wrong method, is `<METHOD> <path>` cut to 128 bytes).
+fn action(operation: Option<&'static str>, method: &Method, path: &str) -> String {
+    let Some(name) = operation else {
         let mut other = format!("{method} {path}");
         let mut cut = other.len().min(128);
         while !other.is_char_boundary(cut) {
@@ -319,7 +323,7 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         trace: ctx.trace,
         principal,
         peer: req.extensions().get::<Arc<PeerCert>>().cloned(),
-        action: action(req.method(), req.uri().path()),
+        action: action(ctx.operation, req.method(), req.uri().path()),
         header_actor,
     }));
 
@@ -533,10 +537,11 @@ mod tests {
             ),
         ];
         for (method, path, want) in cases {
-            assert_eq!(action(&method, path), want, "{method} {path}");
+            let op = operation(&method, path);
+            assert_eq!(action(op, &method, path), want, "{method} {path}");
         }
         let long = format!("/v1/{}", "é".repeat(200));
-        assert!(action(&Method::GET, &long).len() <= 128);
+        assert!(action(None, &Method::GET, &long).len() <= 128);
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct RequestCtx {
     /// Also the response's `id` and the `X-Audit-Trace-ID` header.
     pub id: Arc<str>,
     pub started: Instant,
+    /// The route-table operation (`audit::operation`), found once for the journal, the metrics
+    /// and the trace; `None` off the route table.
+    pub operation: Option<&'static str>,
     /// The request's root span, when traces are on (`crate::traces`).
     pub trace: Option<Trace>,
 }
@@ -39,15 +42,16 @@ pub async fn request_context(
     next: Next,
 ) -> Response {
     let id: Arc<str> = format!("req-{}", uuid::Uuid::now_v7().simple()).into();
+    let operation = audit::operation(req.method(), req.uri().path());
     let span = app.0.traces.as_ref().map(|t| {
-        let name = audit::operation(req.method(), req.uri().path()).unwrap_or("request");
-        let span = t.request(req.headers(), &id, name);
+        let span = t.request(req.headers(), &id, operation.unwrap_or("request"));
         span.set("http.request.method", req.method().as_str().to_string());
         span
     });
     let ctx = RequestCtx {
         id,
         started: Instant::now(),
+        operation,
         trace: span.clone(),
     };
     let trace = HeaderValue::from_str(&ctx.id).ok();

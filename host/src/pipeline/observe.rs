@@ -14,22 +14,22 @@ use http::StatusCode;
 use tokio::time::Instant;
 
 use super::RequestCtx;
-use super::audit::{self, Audit};
+use super::audit::Audit;
 use crate::metrics::Metrics;
 use crate::metrics::labelled::RequestLabels;
 use crate::server::error::ErrorKind;
 use crate::state::AppState;
 
-/// The layer: just inside the panic guard, outside authentication, so refusals of every kind
-/// (401, 429 per address) are counted too.
+/// The layer: inside `request_context` and outside the panic guard and authentication, so a
+/// handler's panic (500) and refusals of every kind (401, 429 per address) are counted too.
 pub async fn observe(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
     let audit = Audit::default();
     req.extensions_mut().insert(audit.clone());
-    let started = req
+    let (started, operation) = req
         .extensions()
         .get::<RequestCtx>()
-        .map_or_else(Instant::now, |c| c.started);
-    let route = audit::operation(req.method(), req.uri().path()).unwrap_or("other");
+        .map_or((Instant::now(), None), |c| (c.started, c.operation));
+    let route = operation.unwrap_or("other");
     let response = next.run(req).await;
     let ended = Ended {
         metrics: app.0.metrics.clone(),
@@ -68,9 +68,6 @@ struct Ended {
 
 impl Drop for Ended {
     fn drop(&mut self) {
-        let o = self.audit.observed();
-        let team = o.team.as_deref().unwrap_or("");
-        let routed = o.served.as_ref().map_or("", |m| m.id.0.as_str());
         let status = match self.status.as_u16() {
             100..=199 => "1xx",
             200..=299 => "2xx",
@@ -78,22 +75,25 @@ impl Drop for Ended {
             400..=499 => "4xx",
             _ => "5xx",
         };
-        let labels = RequestLabels {
-            route: self.route,
-            team,
-            model: o.requested.as_deref().unwrap_or(""),
-            routed_model: routed,
-            policy: o.policy.as_deref().unwrap_or(""),
-            status,
-            error_type: self.error_type.unwrap_or(""),
-        };
         let m = &self.metrics.by;
-        m.request(&labels, self.started.elapsed(), o.upstream, o.streamed);
-        if let Some(model) = &o.served
-            && (o.prompt_tokens > 0 || o.completion_tokens > 0)
-        {
-            let micros = crate::budget::cost(model, o.prompt_tokens, o.completion_tokens);
-            m.usage(team, routed, o.prompt_tokens, o.completion_tokens, micros);
-        }
+        self.audit.observed(|o| {
+            let routed = o.served.map_or("", |m| m.id.0.as_str());
+            let labels = RequestLabels {
+                route: self.route,
+                team: o.team,
+                model: o.requested,
+                routed_model: routed,
+                policy: o.policy,
+                status,
+                error_type: self.error_type.unwrap_or(""),
+            };
+            m.request(&labels, self.started.elapsed(), o.upstream, o.streamed);
+            if let Some(model) = o.served
+                && (o.prompt_tokens > 0 || o.completion_tokens > 0)
+            {
+                let micros = crate::budget::cost(model, o.prompt_tokens, o.completion_tokens);
+                m.usage(o.team, routed, o.prompt_tokens, o.completion_tokens, micros);
+            }
+        });
     }
 }
