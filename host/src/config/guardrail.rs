@@ -47,7 +47,7 @@ fn default_warm_max_calls() -> u32 {
 }
 
 /// The defaults of the keys that scale a check with its text (`policy::guardrail::InputScaling`).
-/// The built-in guardrail takes about 6–8 ms and 2.5 MiB of memory per MiB of text
+/// The built-in guardrail takes about 6–8 ms and more than ~2.3 MiB of memory per MiB of text
 /// (docs/GUARDRAIL.md, "Large inputs"): the deadline leaves a wide margin for a loaded machine;
 /// 8 MiB is twice the default body limit, so every accepted prompt is scanned.
 pub mod defaults {
