@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use prometheus::core::Collector;
 use prometheus::proto::MetricFamily;
 use prometheus::{
     CounterVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
@@ -71,19 +72,17 @@ impl Default for Labelled {
     )]
     fn default() -> Self {
         let registry = Registry::new();
+        // Every family is registered once, here; the registry keeps a clone (they share state).
+        let registered = |c: Box<dyn Collector>| registry.register(c).expect("unique metric");
         let counter = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("unique metric");
+            registered(Box::new(c.clone()));
             c
         };
         let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
             let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
             let h = HistogramVec::new(opts, labels).expect("valid metric");
-            registry
-                .register(Box::new(h.clone()))
-                .expect("unique metric");
+            registered(Box::new(h.clone()));
             h
         };
         let requests = counter(
@@ -137,9 +136,7 @@ impl Default for Labelled {
             .buckets(OVERHEAD_BUCKETS.to_vec()),
         )
         .expect("valid metric");
-        registry
-            .register(Box::new(journal_append_seconds.clone()))
-            .expect("unique metric");
+        registered(Box::new(journal_append_seconds.clone()));
         let tokens = counter(
             "sovereign_tokens_total",
             "Tokens read (direction=\"in\") and written (\"out\") by models, by team and model",
@@ -153,9 +150,7 @@ impl Default for Labelled {
             &["team", "routed_model"],
         )
         .expect("valid metric");
-        registry
-            .register(Box::new(spend.clone()))
-            .expect("unique metric");
+        registered(Box::new(spend.clone()));
         let limit_refusals = counter(
             "sovereign_limit_refusals_total",
             "Requests refused by a limit, by team (empty: per-address limit) and limit",
@@ -189,9 +184,7 @@ impl Default for Labelled {
             &["model"],
         )
         .expect("valid metric");
-        registry
-            .register(Box::new(upstream_up.clone()))
-            .expect("unique metric");
+        registered(Box::new(upstream_up.clone()));
         Labelled {
             registry,
             requests,
