@@ -47,6 +47,16 @@ fn key_only(out: &mut Vec<u8>, key: &str) {
 fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
+    // Almost every value (ids, hashes, timestamps) needs no escape: one branch-free scan (it
+    // vectorizes), one copy.
+    let plain = !bytes.iter().fold(false, |seen, &b| {
+        seen | (b == b'"') | (b == b'\\') | (b < 0x20)
+    });
+    if plain {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {
