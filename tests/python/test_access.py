@@ -4,14 +4,16 @@ budgets under concurrency and for streams, and persistence across a restart."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import httpx
 import openai
 import pytest
 
 import harness
+import services
 
 CHAT = {"model": "jais-30b-chat", "messages": [{"role": "user", "content": "Say something long please"}]}
 RATE_HEADERS = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
@@ -362,6 +364,51 @@ def test_teams_keys_usage_and_budgets_survive_a_restart(sim, keys, tmp_path):
             assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 4}).status_code == 200
         with as_key(gw, revoked["key"]) as c:
             assert c.get("/v1/models").status_code == 401
+    finally:
+        gw.kill()
+
+
+@pytest.mark.skipif(services.BACKEND != "sqlite",
+                    reason="holds SQLite's write lock; the wait is the same code on either store")
+@pytest.mark.parametrize("journal", [{"durability": "durable"}, {"enabled": False}], ids=["journal", "no-journal"])
+def test_a_whole_answer_waits_for_its_charge_to_be_durable(sim, keys, tmp_path, journal):
+    """A whole answer leaves only once its usage charge is committed (the journal layer waits
+    for it beside the entry, or alone without a journal): while another process holds the
+    store's write lock, answers are held back; released, they arrive, and every one is counted
+    after a SIGKILL and a restart. Chat and embeddings alike."""
+    config = harness.gateway_config(
+        harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0), keys["config"],
+        journal=journal)
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            team = new_team(a)
+            key = new_key(a, team["id"])
+        calls = [
+            ("/v1/chat/completions", {**CHAT, "max_tokens": 4}),
+            ("/v1/embeddings", {"model": "multilingual-e5-small", "input": "hello"}),
+        ]
+        with as_key(gw, key["key"]) as c:
+            c.get("/v1/models")  # the key cached before the store is locked
+            lock = sqlite3.connect(tmp_path / "data" / "sovereign.db", isolation_level=None)
+            lock.execute("BEGIN IMMEDIATE")
+            try:
+                with ThreadPoolExecutor(len(calls)) as pool:
+                    answers = [pool.submit(lambda p=p, b=b: c.post(p, json=b).status_code) for p, b in calls]
+                    done, _ = wait(answers, timeout=1.0)
+                    assert not done, "an answer left before its charge was committed"
+                    lock.execute("ROLLBACK")
+                    assert [f.result(timeout=30) for f in answers] == [200, 200]
+            finally:
+                lock.close()
+        gw.kill()
+    finally:
+        gw.kill()
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            total = usage(a, key_id=key["id"])["total"]
+            assert total["requests"] == 2, total
     finally:
         gw.kill()
 

@@ -337,10 +337,12 @@ async fn whole_answer(
             );
         }
     }
-    // Durable (group commit) before the answer leaves, or queued for the caller to wait on.
+    // Durable (group commit) before the answer leaves — the journal layer waits for it beside
+    // the entry's append —, or queued for the caller to wait on.
     match settle {
         Settle::Durable => {
-            reservation.settle(tokens_in, tokens_out).await;
+            let (_, committed) = reservation.settle_then_wait(tokens_in, tokens_out);
+            call.audit.reply_after(committed);
         }
         Settle::Queued => {
             reservation.settle_now(tokens_in, tokens_out);

@@ -57,7 +57,12 @@ impl Charger {
     /// Queues a charge and returns when it is committed. If the writer is gone (shutting down),
     /// returns at once.
     pub async fn charge(&self, record: UsageRecord) {
-        self.queue.push_and_wait(Durable::Charge(record)).await;
+        self.charge_then_wait(record).await;
+    }
+
+    /// Queues a charge now; the returned future completes when it is committed.
+    pub fn charge_then_wait(&self, record: UsageRecord) -> impl Future<Output = ()> + Send + use<> {
+        self.queue.push_then_wait(Durable::Charge(record))
     }
 
     /// Queues a stored response and returns when it is committed, with every charge queued

@@ -451,11 +451,23 @@ impl Reservation {
     }
 
     /// Charges the real usage and returns when the charge is durable in the store.
-    pub async fn settle(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+    pub async fn settle(self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+        let (record, committed) = self.settle_then_wait(tokens_in, tokens_out);
+        committed.await;
+        record
+    }
+
+    /// [`Reservation::settle`] in two steps: settled and queued now; the returned future
+    /// completes when the charge is durable.
+    pub fn settle_then_wait(
+        mut self,
+        tokens_in: u64,
+        tokens_out: u64,
+    ) -> (UsageRecord, impl Future<Output = ()> + Send + use<>) {
         self.done = true;
         let record = self.budgets.settle(&self, tokens_in, tokens_out);
-        self.budgets.charger.charge(record.clone()).await;
-        record
+        let committed = self.budgets.charger.charge_then_wait(record.clone());
+        (record, committed)
     }
 
     /// Charges the real usage from synchronous code (end of a stream); persisted by the charger

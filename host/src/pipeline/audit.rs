@@ -3,7 +3,8 @@
 //! handlers leave in the request's [`Audit`] slot. docs/JOURNAL.md, "On the request path".
 //!
 //! Durability before completion: a whole response is returned only once its entry is appended
-//! (durable mode: fsynced; batched: queued). A streamed response is passed through frame by
+//! (durable mode: fsynced; batched: queued) and the usage charge its handler queued
+//! ([`Audit::reply_after`]) is committed — both waited for at once. A streamed response is passed through frame by
 //! frame, except its last one (the frame with `[DONE]` or the error event), which waits for the
 //! append. An append that fails turns the answer into a 500 (or, for a stream, its last frame
 //! into an error event): nothing is served unrecorded. A request abandoned by its client before
@@ -18,6 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use http::{HeaderName, Method, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
@@ -66,6 +68,8 @@ struct Facts {
     /// failure, or a guardrail's block.
     status: Option<Status>,
     stream: StreamState,
+    /// A whole answer's usage charge, queued: the reply waits for it beside the entry's append.
+    charge: Option<BoxFuture<'static, ()>>,
 }
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +87,32 @@ impl Audit {
 
     fn read<T>(&self, f: impl FnOnce(&Facts) -> T) -> T {
         f(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The reply waits until `committed` (a whole answer's usage charge) completes, at the same
+    /// time as its entry's append: one durable wait per request instead of two in a row.
+    pub fn reply_after(&self, committed: impl Future<Output = ()> + Send + 'static) {
+        self.with(|f| {
+            // A second charge in one request (a handler calling another) waits with the first.
+            f.charge = Some(match f.charge.take() {
+                Some(earlier) => Box::pin(async move {
+                    earlier.await;
+                    committed.await;
+                }),
+                None => Box::pin(committed),
+            });
+        });
+    }
+
+    /// What [`Audit::reply_after`] was given, taken (complete at once if nothing was).
+    async fn committed(&self) {
+        let charge = {
+            let mut facts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            facts.charge.take()
+        };
+        if let Some(charge) = charge {
+            charge.await;
+        }
     }
 
     /// The prompt, as its hash (see [`prompt_hash`]); the prompt itself is never kept.
@@ -306,7 +336,9 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
             // `request_context` and `authenticate`): say so loudly rather than skip silently.
             tracing::error!("journal layer without a request context or principal; not journaled");
         }
-        return next.run(req).await;
+        let response = next.run(req).await;
+        audit.committed().await;
+        return response;
     };
     let header_actor = req
         .headers()
@@ -470,12 +502,16 @@ impl Pending {
         let draft = request.draft(http);
         let (journal, metrics) = (request.journal, request.metrics);
         let span = request.trace.as_ref().map(|t| t.child("journal.append"));
-        let started = Instant::now();
-        let appended = tokio::spawn(async move { journal.append(draft).await })
-            .await
-            .map_err(|e| JournalError::Closed(Some(format!("append task failed: {e}"))))
-            .and_then(|r| r.map(drop));
-        metrics.by.journal_append(started.elapsed());
+        let append = async {
+            let started = Instant::now();
+            let appended = tokio::spawn(async move { journal.append(draft).await })
+                .await
+                .map_err(|e| JournalError::Closed(Some(format!("append task failed: {e}"))))
+                .and_then(|r| r.map(drop));
+            metrics.by.journal_append(started.elapsed());
+            appended
+        };
+        let (appended, ()) = tokio::join!(append, request.audit.committed());
         if let (Some(s), Err(e)) = (span, &appended) {
             s.fail(e.to_string());
         }

@@ -127,11 +127,21 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
     /// Queues `item` and returns once it is written (at once if the writer has stopped; early,
     /// with the item still queued, while an outage is within its grace).
     pub async fn push_and_wait(&self, item: T) {
+        self.push_then_wait(item).await;
+    }
+
+    /// [`GroupCommit::push_and_wait`] in two steps: queues `item` now and returns the wait, for
+    /// a caller that has something else to wait on meanwhile.
+    pub fn push_then_wait(&self, item: T) -> impl Future<Output = ()> + Send + use<T> {
         let (ack, done) = oneshot::channel();
-        if self.tx.send(Job::Item(item, Some(ack))).is_ok() {
-            tokio::select! {
-                _ = done => {}
-                () = self.health.excused() => {}
+        let queued = self.tx.send(Job::Item(item, Some(ack))).is_ok();
+        let health = self.health.clone();
+        async move {
+            if queued {
+                tokio::select! {
+                    _ = done => {}
+                    () = health.excused() => {}
+                }
             }
         }
     }
