@@ -11,12 +11,12 @@ use tokio::net::TcpListener;
 
 use sovereign::config::Config;
 use sovereign::simulator::{Behaviour, FailMode};
+use sovereign::{Gateway, auth, demo, journal, run_simulator, shutdown_signal};
 
 /// mimalloc rather than glibc's malloc: allocation was a fifth of a request's instructions
 /// (bench/README.md, "Profile").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use sovereign::{Gateway, auth, demo, journal, run_simulator, shutdown_signal};
 
 #[derive(Parser)]
 #[command(

@@ -4,11 +4,12 @@
 //!
 //! Durability before completion: a whole response is returned only once its entry is appended
 //! (durable mode: fsynced; batched: queued) and the usage charge its handler queued
-//! ([`Audit::reply_after`]) is committed — both waited for at once. A streamed response is passed through frame by
-//! frame, except its last one (the frame with `[DONE]` or the error event), which waits for the
-//! append. An append that fails turns the answer into a 500 (or, for a stream, its last frame
-//! into an error event): nothing is served unrecorded. A request abandoned by its client before
-//! its entry was written still gets one (status `error`), appended from a drop guard.
+//! ([`Audit::reply_after`]) is committed — both waited for at once. A streamed response is
+//! passed through frame by frame, except its last one (the frame with `[DONE]` or the error
+//! event), which waits for the append. An append that fails turns the answer into a 500 (or, for
+//! a stream, its last frame into an error event): nothing is served unrecorded. A request
+//! abandoned by its client before its entry was written still gets one (status `error`),
+//! appended from a drop guard.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
