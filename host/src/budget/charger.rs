@@ -1,7 +1,7 @@
 //! The charger: persists settled usage (a usage row plus the spend on the team's and key's
 //! counters) to the store with group commit (`crate::store::group_commit`) — everything queued
 //! while one transaction commits goes into the next. Callers may wait for their charge to be
-//! durable ([`Charger::charge`] returns when it is committed) or not. A failing store is retried,
+//! durable ([`Charger::charge_then_wait`] returns what completes when it is committed) or not. A failing store is retried,
 //! never skipped: a charge is dropped only if the process dies before it commits.
 //!
 //! Stored responses (the Responses API) ride the same queue ([`Charger::store_response`]): a
@@ -54,13 +54,8 @@ impl Charger {
         (Charger { queue }, task)
     }
 
-    /// Queues a charge and returns when it is committed. If the writer is gone (shutting down),
-    /// returns at once.
-    pub async fn charge(&self, record: UsageRecord) {
-        self.charge_then_wait(record).await;
-    }
-
-    /// Queues a charge now; the returned future completes when it is committed.
+    /// Queues a charge now; the returned future completes when it is committed (at once if the
+    /// writer is gone, shutting down).
     pub fn charge_then_wait(&self, record: UsageRecord) -> impl Future<Output = ()> + Send + use<> {
         self.queue.push_then_wait(Durable::Charge(record))
     }

@@ -450,15 +450,8 @@ impl Reservation {
         &self.to.model
     }
 
-    /// Charges the real usage and returns when the charge is durable in the store.
-    pub async fn settle(self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
-        let (record, committed) = self.settle_then_wait(tokens_in, tokens_out);
-        committed.await;
-        record
-    }
-
-    /// [`Reservation::settle`] in two steps: settled and queued now; the returned future
-    /// completes when the charge is durable.
+    /// Charges the real usage: settled and queued now; the returned future completes when the
+    /// charge is durable in the store.
     pub fn settle_then_wait(
         mut self,
         tokens_in: u64,
@@ -567,7 +560,7 @@ mod tests {
         let mut rx = events.subscribe();
         for _ in 0..10 {
             let r = budgets.reserve(to.clone(), 0, 10_000).await.unwrap();
-            r.settle(0, 10).await;
+            r.settle_then_wait(0, 10).1.await;
         }
         // The eleventh cannot be covered.
         let refused = budgets.reserve(to.clone(), 0, 10_000).await;

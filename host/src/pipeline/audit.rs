@@ -82,8 +82,8 @@ enum StreamState {
 }
 
 impl Audit {
-    fn with(&self, f: impl FnOnce(&mut Facts)) {
-        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
+    fn with<T>(&self, f: impl FnOnce(&mut Facts) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     fn read<T>(&self, f: impl FnOnce(&Facts) -> T) -> T {
@@ -107,11 +107,7 @@ impl Audit {
 
     /// What [`Audit::reply_after`] was given, taken (complete at once if nothing was).
     async fn committed(&self) {
-        let charge = {
-            let mut facts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            facts.charge.take()
-        };
-        if let Some(charge) = charge {
+        if let Some(charge) = self.with(|f| f.charge.take()) {
             charge.await;
         }
     }

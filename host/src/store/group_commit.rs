@@ -1,7 +1,7 @@
 //! Group commit: items queued from anywhere without blocking, written to the store in batches —
 //! everything queued while one write is under way goes into the next, one transaction each. A
 //! failing write is retried with backoff, never skipped: an item is lost only if the process dies
-//! before its batch commits. Callers may wait for their item ([`GroupCommit::push_and_wait`]) or
+//! before its batch commits. Callers may wait for their item ([`GroupCommit::push_then_wait`]) or
 //! for everything queued before a point ([`GroupCommit::flush`]). The charger (settled usage),
 //! the webhook outbox (deliveries) and the webhook recorder (attempt outcomes) are this, with
 //! their own write.
@@ -124,14 +124,9 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
         self.tx.send(Job::Item(item, None)).is_ok()
     }
 
-    /// Queues `item` and returns once it is written (at once if the writer has stopped; early,
-    /// with the item still queued, while an outage is within its grace).
-    pub async fn push_and_wait(&self, item: T) {
-        self.push_then_wait(item).await;
-    }
-
-    /// [`GroupCommit::push_and_wait`] in two steps: queues `item` now and returns the wait, for
-    /// a caller that has something else to wait on meanwhile.
+    /// Queues `item` now and returns the wait: done once it is written (at once if the writer
+    /// has stopped; early, with the item still queued, while an outage is within its grace).
+    /// The caller may wait on something else meanwhile.
     pub fn push_then_wait(&self, item: T) -> impl Future<Output = ()> + Send + use<T> {
         let (ack, done) = oneshot::channel();
         let queued = self.tx.send(Job::Item(item, Some(ack))).is_ok();
@@ -156,7 +151,7 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
     }
 
     /// Returns once everything queued before this call is written (or, as
-    /// [`GroupCommit::push_and_wait`], while an outage is within its grace).
+    /// [`GroupCommit::push_then_wait`], while an outage is within its grace).
     pub async fn flush(&self) {
         let (ack, done) = oneshot::channel();
         if self.tx.send(Job::Flush(ack)).is_ok() {
