@@ -29,7 +29,7 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use sovereign::config::Config;
 use sovereign::events::{Event, Events};
-use sovereign::policy::shaper::{Shapers, default_limits};
+use sovereign::policy::shaper::{Shapers, limits};
 use sovereign::policy::{HostConfig, PolicyHost};
 use sovereign::store::sqlite::SqliteStore;
 use sovereign::store::{Store, SystemClock};
@@ -121,7 +121,11 @@ async fn run(n: usize, subs: usize, shaper: Option<String>, pace: u64) {
     let channel = Channel::new();
     let events = Events::new(Some(channel.outbox.clone()));
     let host = PolicyHost::new(HostConfig::default()).unwrap();
-    let shapers = Arc::new(Shapers::new(host, default_limits()).await.unwrap());
+    let shapers = Arc::new(
+        Shapers::new(host, limits(config.webhooks.shaper_deadline))
+            .await
+            .unwrap(),
+    );
     let webhooks = Webhooks::start(
         store,
         config.webhooks.clone(),

@@ -26,6 +26,8 @@ pub(super) struct RawWebhooks {
     /// Delivered and skipped deliveries are pruned after this long (dead letters stay).
     keep_delivered_hours: u64,
     max_subscriptions: u32,
+    /// Running time one webhook shaper call may take (its smoke call at upload included).
+    shaper_deadline_ms: u64,
     /// Targets' CA bundle (and a client certificate) for `https` destinations; absent: the
     /// system's trust store.
     tls: Option<super::tls::RawClientTls>,
@@ -43,6 +45,7 @@ impl Default for RawWebhooks {
             request_completed_after_ms: 10_000,
             keep_delivered_hours: 7 * 24,
             max_subscriptions: 100,
+            shaper_deadline_ms: 50,
             tls: None,
         }
     }
@@ -60,6 +63,7 @@ pub struct WebhooksConfig {
     pub request_completed_after: Duration,
     pub keep_delivered: Duration,
     pub max_subscriptions: usize,
+    pub shaper_deadline: Duration,
     pub tls: Option<crate::tls::ClientSpec>,
 }
 
@@ -101,6 +105,12 @@ pub(super) fn validate(
             "must be between 1 and 10000",
         );
     }
+    if w.shaper_deadline_ms == 0 || w.shaper_deadline_ms > 1_000 {
+        err(
+            "webhooks.shaper_deadline_ms".into(),
+            "must be between 1 and 1000",
+        );
+    }
     WebhooksConfig {
         allow_loopback: w.allow_loopback,
         timeout: ms(w.timeout_ms),
@@ -111,6 +121,7 @@ pub(super) fn validate(
         request_completed_after: ms(w.request_completed_after_ms),
         keep_delivered: Duration::from_secs(w.keep_delivered_hours.saturating_mul(3_600)),
         max_subscriptions: w.max_subscriptions as usize,
+        shaper_deadline: ms(w.shaper_deadline_ms.clamp(1, 1_000)),
         tls: w
             .tls
             .and_then(|t| super::tls::validate_client(t, "webhooks.tls", base, err)),
@@ -130,5 +141,30 @@ mod tests {
             &mut |p: String, m: &str| errors.push(format!("{p}: {m}")),
         );
         assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn a_shaper_deadline_outside_one_ms_to_one_second_is_refused() {
+        for (ms, ok) in [
+            (0, false),
+            (1, true),
+            (50, true),
+            (1_000, true),
+            (1_001, false),
+        ] {
+            let mut errors = Vec::new();
+            let config = validate(
+                RawWebhooks {
+                    shaper_deadline_ms: ms,
+                    ..RawWebhooks::default()
+                },
+                std::path::Path::new("."),
+                &mut |p: String, _: &str| errors.push(p),
+            );
+            assert_eq!(errors.is_empty(), ok, "{ms}: {errors:?}");
+            if ok {
+                assert_eq!(config.shaper_deadline, Duration::from_millis(ms));
+            }
+        }
     }
 }

@@ -36,10 +36,14 @@ pub const MAX_SHAPERS: usize = 64;
 /// The event id of the smoke call every shaper answers at load; guests may recognise it.
 pub const SMOKE_EVENT_ID: &str = "smoke-call";
 
-/// Limits of each shaper call: those of the other policies (5 ms of running time, 32 MiB).
-/// Shapers run off the request path, in the delivery worker.
-pub fn default_limits() -> CallLimits {
-    CallLimits::default()
+/// Limits of each shaper call: `deadline` of running time (`[webhooks] shaper_deadline_ms`,
+/// 50 ms unless set) and the 32 MiB of every policy. Shapers run off the request path, in the
+/// delivery worker, and a shaper written in JavaScript instantiates a whole engine per call.
+pub fn limits(deadline: std::time::Duration) -> CallLimits {
+    CallLimits {
+        deadline,
+        ..CallLimits::default()
+    }
 }
 
 /// Headers the host owns or that would break or leak the delivery: hop-by-hop headers, the

@@ -164,7 +164,7 @@ impl AppState {
         };
         let shapers = crate::policy::shaper::Shapers::new(
             policy_host,
-            crate::policy::shaper::default_limits(),
+            crate::policy::shaper::limits(config.webhooks.shaper_deadline),
         )
         .await?
         .persisted_in(config.data_dir.join("shapers"))

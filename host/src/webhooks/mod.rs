@@ -510,9 +510,12 @@ mod tests {
         );
         let host = crate::policy::PolicyHost::new(crate::policy::HostConfig::default()).unwrap();
         let shapers = Arc::new(
-            Shapers::new(host, crate::policy::shaper::default_limits())
-                .await
-                .unwrap(),
+            Shapers::new(
+                host,
+                crate::policy::shaper::limits(WebhooksConfig::default().shaper_deadline),
+            )
+            .await
+            .unwrap(),
         );
         let channel = Channel::new();
         let events = Events::new(Some(channel.outbox.clone()));
