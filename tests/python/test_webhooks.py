@@ -5,6 +5,7 @@ re-drive, nothing lost across a restart (graceful or kill -9), and the SSRF guar
 from __future__ import annotations
 
 import signal
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import openai
@@ -308,6 +309,49 @@ def test_model_fallback_and_guardrail_events_are_delivered(sim, keys, tmp_path, 
         assert set(violation["metadata"]) == {"team_id", "user_id"}
     finally:
         harness.sim_set(sim, "*")
+        gw.kill()
+
+
+def test_budget_thresholds_are_announced_once_each_with_the_spend_that_crossed_them(sim, keys, tmp_path,
+                                                                                     receiver):
+    """Every completion token costs 1,000 micros and every request `max_tokens=5`: each spends
+    exactly 5,000. A team budget of 50,000 crosses 50% at the 5th request, 80% at the 8th, 100%
+    at the 10th; the key's budget of 100,000 crosses 50% at the 10th. Six of the ten are sent at
+    once, so on the shared back end their settlements meet in one batch: each threshold is still
+    announced once, with the spend of the request that crossed it."""
+    models = harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0)
+    extra = "\n[webhooks]\n" + "".join(f"{k} = {harness.toml_value(v)}\n" for k, v in WEBHOOKS.items())
+    gw = harness.start_gateway(harness.gateway_config(models, keys["config"], extra=harness.UNLIMITED + extra),
+                               tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            team = a.post("/v1/admin/teams", json={"name": "thrifty", "plan": "enterprise", "budget": 0.05})
+            assert team.status_code == 201, team.text
+            key = a.post("/v1/admin/keys", json={"team_id": team.json()["id"], "role": "member", "budget": 0.1})
+            assert key.status_code == 201, key.text
+        subscribe(gw, keys, receiver, events=["cost.threshold"])
+        secret = key.json()["key"]
+        body = {"model": "jais-30b-chat", "messages": HI, "max_tokens": 5}
+        with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {secret}"}, timeout=30) as c:
+            for _ in range(4):
+                assert c.post("/v1/chat/completions", json=body).status_code == 200
+            with ThreadPoolExecutor(6) as pool:
+                answers = list(pool.map(lambda _: c.post("/v1/chat/completions", json=body), range(6)))
+        assert [r.status_code for r in answers] == [200] * 6
+        served = {r.headers["x-audit-trace-id"] for r in answers}
+
+        got = harness.wait_for(lambda: len(receiver.accepted()) >= 4 and receiver.accepted(), what="4 events")
+        events = sorted(((e["json"]["details"]["scope"], e["json"]["details"]["threshold"],
+                          e["json"]["details"]["spend"], e["json"]["details"]["budget"]) for e in got))
+        assert events == [("key", 50, 0.05, 0.1),
+                          ("team", 50, 0.025, 0.05), ("team", 80, 0.04, 0.05), ("team", 100, 0.05, 0.05)]
+        # The 5th request is the first of the six sent at once, so every crossing was one of them.
+        assert all(e["json"]["request_id"] in served for e in got)
+        with admin(gw, keys) as a:
+            t = a.get(f"/v1/admin/teams/{team.json()['id']}").json()
+            assert t["spend"]["spent"] == pytest.approx(0.05) and t["spend"]["reserved"] == 0
+        assert len(receiver.accepted()) == 4
+    finally:
         gw.kill()
 
 

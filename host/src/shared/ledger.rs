@@ -99,7 +99,7 @@ return 0
 ";
 
 /// Sets `fired` to the thresholds reached now (ARGV[first..]) and returns the newly reached
-/// ones' bits; shared by the scripts below (prepended to each).
+/// ones' bits; prepended to `LOAD` and `SET_LIMIT` (`SETTLE` applies the same rule in its loop).
 const REACHED: &str = r"
 local function reached(k, first)
   local v = redis.call('HMGET', k, 'limit', 'spent', 'fired')
@@ -121,30 +121,73 @@ end
 /// lease (unless it expired meanwhile), `actual` joins `spent`. Per scope, in order, {spent,
 /// limit (-1: none), newly reached bits}; a scope not loaded (Redis lost it) is {-1, -1, 0}: its
 /// durable charge still reaches the store, and the next load starts from there.
+///
+/// A batch's settlements mostly share their scopes (a team's keys, a key's requests), so each
+/// distinct hash and counter is read once, the settlements applied to it in order in Lua (each
+/// answer what settling one at a time would have answered), and written once: the script's
+/// Redis commands grow with the distinct scopes, not with the batch.
 const SETTLE: &str = r"
 local me, n, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local first = 4 + 4 * n
+local scopes, leases, tokens = {}, {}, {}
+local scope_keys, lease_keys, token_keys = {}, {}, {}
 local out = {}
 for i = 0, n - 1 do
-  local actual, tokens = tonumber(ARGV[6 + 4 * i]), ARGV[7 + 4 * i]
+  local actual, added = tonumber(ARGV[6 + 4 * i]), tonumber(ARGV[7 + 4 * i])
   for j = 1, 2 do
     local k, l = KEYS[6 * i + j], KEYS[6 * i + 2 + j]
     local reserved = tonumber(ARGV[3 + 4 * i + j])
-    if reserved > 0 and redis.call('HEXISTS', l, me) == 1 then
-      if redis.call('HINCRBY', l, me, -reserved) < 0 then redis.call('HSET', l, me, 0) end
+    if reserved > 0 then
+      if not leases[l] then leases[l] = 0; lease_keys[#lease_keys + 1] = l end
+      leases[l] = leases[l] + reserved
     end
-    if redis.call('EXISTS', k) == 1 then
-      local spent = redis.call('HINCRBY', k, 'spent', actual)
-      local newly = reached(k, first)
-      out[#out + 1] = {spent, tonumber(redis.call('HGET', k, 'limit') or '-1'), newly}
+    local s = scopes[k]
+    if s == nil then
+      local v = redis.call('HMGET', k, 'limit', 'spent', 'fired')
+      if v[2] then
+        s = {limit = v[1] and tonumber(v[1]), spent = tonumber(v[2]), fired = tonumber(v[3] or '0'), added = 0}
+        scope_keys[#scope_keys + 1] = k
+      else
+        s = false
+      end
+      scopes[k] = s
+    end
+    if s then
+      s.spent = s.spent + actual
+      s.added = s.added + actual
+      local newly = 0
+      if s.limit then
+        local now = 0
+        for t = first, #ARGV do
+          if s.spent * 100 >= s.limit * tonumber(ARGV[t]) then now = bit.bor(now, bit.lshift(1, t - first)) end
+        end
+        newly = bit.band(now, bit.bnot(s.fired))
+        s.fired = bit.bor(s.fired, now)
+      end
+      out[#out + 1] = {s.spent, s.limit or -1, newly}
     else
       out[#out + 1] = {-1, -1, 0}
     end
   end
   for j = 5, 6 do
-    redis.call('INCRBY', KEYS[6 * i + j], tokens)
-    redis.call('EXPIRE', KEYS[6 * i + j], ttl)
+    local c = KEYS[6 * i + j]
+    if not tokens[c] then tokens[c] = 0; token_keys[#token_keys + 1] = c end
+    tokens[c] = tokens[c] + added
   end
+end
+for _, l in ipairs(lease_keys) do
+  if redis.call('HEXISTS', l, me) == 1 then
+    if redis.call('HINCRBY', l, me, -leases[l]) < 0 then redis.call('HSET', l, me, 0) end
+  end
+end
+for _, k in ipairs(scope_keys) do
+  local s = scopes[k]
+  redis.call('HINCRBY', k, 'spent', s.added)
+  if s.limit then redis.call('HSET', k, 'fired', s.fired) end
+end
+for _, c in ipairs(token_keys) do
+  redis.call('INCRBY', c, tokens[c])
+  redis.call('EXPIRE', c, ttl)
 end
 return out
 ";
@@ -245,7 +288,7 @@ impl Scripts {
         Scripts {
             acquire: redis::Script::new(&format!("{HELD}\n{ACQUIRE}")),
             renew: redis::Script::new(&format!("{HELD}\n{RENEW}")),
-            settle: with_reached(SETTLE),
+            settle: redis::Script::new(SETTLE),
             load: with_reached(LOAD),
             set_limit: with_reached(SET_LIMIT),
             add_tokens: redis::Script::new(ADD_TOKENS),

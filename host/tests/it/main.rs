@@ -15,6 +15,7 @@ mod gateway;
 mod hot_swap;
 mod journal;
 mod layers;
+mod ledger;
 mod policy;
 mod services;
 mod shaper;

@@ -1,5 +1,6 @@
 //! Services the tests start for themselves: a private PostgreSQL server for this test process
-//! (issue 17), never the machine's own on 5432. It is started once, on first use: `initdb` in a
+//! (issue 17), never the machine's own on 5432, and a private `redis-server` per test that needs
+//! one ([`Redis`]). It is started once, on first use: `initdb` in a
 //! fresh temporary directory, `pg_ctl start` on a free port; a watchdog stops it and removes the
 //! directory when the process is gone. Each test takes a fresh database on it, so tests stay
 //! independent and run in parallel.
@@ -211,4 +212,58 @@ fn start() -> Postgres {
         "the PostgreSQL watchdog: {started:?}"
     );
     Postgres { port }
+}
+
+/// A `redis-server` of the test's own on a free loopback port, nothing on disk; killed on drop.
+/// `None` (after saying why) without `redis-server`, unless [`REQUIRE_ENV`] is set (CI).
+pub struct Redis {
+    port: u16,
+    child: std::process::Child,
+}
+
+impl Redis {
+    pub fn start() -> Option<Redis> {
+        let exists = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok();
+        if !exists {
+            assert!(
+                std::env::var_os(REQUIRE_ENV).is_none(),
+                "redis-server not found ({REQUIRE_ENV} is set)"
+            );
+            eprintln!("skipped: no redis-server (Debian: apt-get install redis-server)");
+            return None;
+        }
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("redis-server: {e}"));
+        let redis = Redis { port, child };
+        // Up when it accepts a connection; a start that fails shows as the panic below.
+        for _ in 0..500 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(redis);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("redis-server did not listen on {port} within 5 s");
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -1,0 +1,140 @@
+//! The shared ledger's scripts against a real Redis (issue 17): a batch of settlements answers,
+//! for each one, what settling them one at a time would have answered — the spend after it and
+//! the thresholds it crossed — while the script reads and writes each scope once.
+
+use std::time::Duration;
+
+use sovereign::config::{OnFailure, RedisConfig};
+use sovereign::shared::{LeaseTerms, RedisShared, Reserved, Settled, Settlement};
+
+use crate::services::Redis;
+
+const THRESHOLDS: [u32; 3] = [50, 80, 100];
+const DAY: i64 = 20_000;
+
+async fn connect(redis: &Redis) -> RedisShared {
+    let config = RedisConfig {
+        url: redis.url(),
+        namespace: "ledger-test".into(),
+        on_failure: OnFailure::Closed,
+        key_cache_ttl: Duration::from_secs(5),
+        timeout: Duration::from_secs(2),
+    };
+    RedisShared::connect(&config, "replica-a").await.unwrap()
+}
+
+fn settlement(reserved: i64, actual: i64, tokens: u64) -> Settlement {
+    Settlement {
+        scopes: ["team:t".into(), "key:k".into()],
+        reserved: [reserved, reserved],
+        actual,
+        tokens,
+        day: DAY,
+    }
+}
+
+fn settled(spent: i64, limit: i64, newly: u64) -> Settled {
+    Settled {
+        spent,
+        limit: Some(limit),
+        newly,
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_settlements_answers_each_as_if_settled_alone() {
+    let Some(redis) = Redis::start() else { return };
+    let shared = connect(&redis).await;
+    shared
+        .load("team:t", Some(50_000), 0, &THRESHOLDS)
+        .await
+        .unwrap();
+    shared
+        .load("key:k", Some(100_000), 0, &THRESHOLDS)
+        .await
+        .unwrap();
+    // Ten requests' reservations held in this replica's lease (no headroom: the tail is long).
+    let terms = LeaseTerms {
+        ttl: Duration::from_secs(30),
+        tail: 1_000,
+        most: 0,
+    };
+    let scopes = ["team:t".to_string(), "key:k".to_string()];
+    for _ in 0..10 {
+        let r = shared
+            .acquire(&scopes, 5_000, &[0, 0], terms)
+            .await
+            .unwrap();
+        assert_eq!(r, Reserved::Admitted(vec![Some(0), Some(0)]));
+    }
+    assert_eq!(
+        shared.counters("team:t").await.unwrap().unwrap().reserved,
+        50_000
+    );
+
+    // All ten settled in one call, each spending what it reserved.
+    let batch: Vec<Settlement> = (0..10).map(|_| settlement(5_000, 5_000, 7)).collect();
+    let answers = shared.settle(&batch, &THRESHOLDS).await.unwrap();
+    let mut expected = Vec::new();
+    for i in 1..=10_i64 {
+        let team_newly = match i {
+            5 => 0b001,
+            8 => 0b010,
+            10 => 0b100,
+            _ => 0,
+        };
+        expected.push(settled(5_000 * i, 50_000, team_newly));
+        expected.push(settled(5_000 * i, 100_000, if i == 10 { 0b001 } else { 0 }));
+    }
+    assert_eq!(answers, expected);
+
+    // Written once, as the sum: spent, the lease emptied, the day's tokens counted.
+    let team = shared.counters("team:t").await.unwrap().unwrap();
+    assert_eq!(
+        (team.spent, team.reserved, team.limit),
+        (50_000, 0, Some(50_000))
+    );
+    let (_, used) = shared
+        .admit(None, Some((scopes.clone(), DAY)))
+        .await
+        .unwrap();
+    assert_eq!(used, Some([70, 70]));
+
+    // The thresholds stay fired: a later settlement announces nothing again.
+    let answers = shared
+        .settle(&[settlement(0, 1_000, 1)], &THRESHOLDS)
+        .await
+        .unwrap();
+    assert_eq!(
+        answers,
+        vec![settled(51_000, 50_000, 0), settled(51_000, 100_000, 0)]
+    );
+}
+
+#[tokio::test]
+async fn a_scope_redis_lost_answers_unloaded_and_the_rest_settles() {
+    let Some(redis) = Redis::start() else { return };
+    let shared = connect(&redis).await;
+    shared.load("key:k", None, 100, &THRESHOLDS).await.unwrap();
+    // `team:t` was never loaded (as after Redis lost it); `key:k` has no limit.
+    let answers = shared
+        .settle(&[settlement(0, 10, 3), settlement(0, 20, 4)], &THRESHOLDS)
+        .await
+        .unwrap();
+    let unloaded = Settled {
+        spent: -1,
+        limit: None,
+        newly: 0,
+    };
+    let unlimited = |spent| Settled {
+        spent,
+        limit: None,
+        newly: 0,
+    };
+    assert_eq!(
+        answers,
+        vec![unloaded, unlimited(110), unloaded, unlimited(130)]
+    );
+    assert!(shared.counters("team:t").await.unwrap().is_none());
+    assert_eq!(shared.counters("key:k").await.unwrap().unwrap().spent, 130);
+}
