@@ -5,6 +5,7 @@
 //! over pub/sub. Below `access` and `state`: it knows Redis and the config, no gateway type.
 //! docs/SCALE-OUT.md.
 
+mod admission;
 mod ledger;
 mod redis;
 
@@ -33,7 +34,7 @@ impl std::fmt::Debug for Shared {
 }
 
 /// Redis did not answer in time, or refused.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("redis: {0}")]
 pub struct SharedError(pub String);
 

@@ -1,6 +1,7 @@
 //! The Redis back end of [`super::Shared`]: one multiplexed connection (reconnecting by itself),
-//! request rates as one GCRA script per decision (one round trip, Redis's own clock, so replicas'
-//! clocks never disagree), and changes on one pub/sub channel per namespace.
+//! request rates as GCRA scripts (one round trip, Redis's own clock, so replicas' clocks never
+//! disagree; a request's admission batched with its neighbours' in `super::admission`), and
+//! changes on one pub/sub channel per namespace.
 
 use std::time::Duration;
 
@@ -11,9 +12,9 @@ use tokio::sync::mpsc;
 use super::{Change, Decision, Notice, SharedError};
 use crate::config::{OnFailure, RedisConfig};
 
-/// GCRA on Redis's clock, in microseconds, as a function the scripts below share: `key` the
-/// limit's key, `interval` µs per request, `burst`. Returns {admitted 0/1, remaining, reset_after
-/// µs, retry_after µs}. The stored value is the theoretical arrival time; it expires when the
+/// GCRA on Redis's clock, in microseconds (`GCRA` calls it; `super::admission` runs the same
+/// rule over a batch): `key` the limit's key, `interval` µs per request, `burst`. Returns
+/// {admitted 0/1, remaining, reset_after µs, retry_after µs}. The stored value is the theoretical arrival time; it expires when the
 /// burst is whole again, so idle limits cost no memory.
 const GCRA_FN: &str = r"
 local function gcra(key, interval, burst)
@@ -36,19 +37,6 @@ end
 /// One limit: KEYS[1]; ARGV: interval, burst.
 const GCRA: &str = "return gcra(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))";
 
-/// A request's admission in one round trip: its key's rate (ARGV[1] = 1: KEYS[1], ARGV[2..3]
-/// interval and burst) and the day's token counts of its key and team (ARGV[4] = 1: the last two
-/// KEYS). Returns {the GCRA answer or {}, {key tokens, team tokens} or {}}.
-const ADMIT: &str = r"
-local decision, used = {}, {}
-if ARGV[1] == '1' then decision = gcra(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])) end
-if ARGV[4] == '1' then
-  local n = #KEYS
-  used = {tonumber(redis.call('GET', KEYS[n - 1]) or '0'), tonumber(redis.call('GET', KEYS[n]) or '0')}
-end
-return {decision, used}
-";
-
 /// Reconnect back-off of the change listener.
 const LISTEN_BACKOFF: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
 
@@ -56,7 +44,7 @@ pub struct RedisShared {
     client: redis::Client,
     pub(super) conn: ConnectionManager,
     gcra: redis::Script,
-    admit: redis::Script,
+    admissions: super::admission::Admissions,
     pub(super) scripts: super::ledger::Scripts,
     config: RedisConfig,
     channel: String,
@@ -67,7 +55,7 @@ pub struct RedisShared {
 }
 
 /// The GCRA script's answer as a [`Decision`].
-fn decision_of(admitted: i64, remaining: i64, reset_us: i64, wait_us: i64) -> Decision {
+pub(super) fn decision_of(admitted: i64, remaining: i64, reset_us: i64, wait_us: i64) -> Decision {
     let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
     Decision {
         remaining: u32::try_from(remaining).unwrap_or(0),
@@ -97,11 +85,16 @@ impl RedisShared {
             .get_connection_manager_with_config(manager)
             .await
             .map_err(|e| anyhow::anyhow!("[shared] redis is not reachable: {e}"))?;
+        let admissions = super::admission::Admissions::start(
+            conn.clone(),
+            format!("{}:unused", config.namespace),
+            config.timeout,
+        );
         Ok(RedisShared {
             client,
             conn,
             gcra: redis::Script::new(&format!("{GCRA_FN}\n{GCRA}")),
-            admit: redis::Script::new(&format!("{GCRA_FN}\n{ADMIT}")),
+            admissions,
             scripts: super::ledger::Scripts::new(),
             channel: format!("{}:changes", config.namespace),
             config: config.clone(),
@@ -145,50 +138,26 @@ impl RedisShared {
         Ok(decision_of(admitted, remaining, reset_us, wait_us))
     }
 
-    /// A request's admission in one round trip: `rate` (scope, per minute, burst) taken from,
-    /// and the day's token counts of `tokens` (the key's and the team's scopes) read.
+    /// A request's admission in one round trip (shared with the requests admitted alongside
+    /// it: `super::admission`): `rate` (scope, per minute, burst) taken from, and the day's
+    /// token counts of `tokens` (the key's and the team's scopes) read.
     pub async fn admit(
         &self,
         rate: Option<(String, u32, u32)>,
         tokens: Option<([String; 2], i64)>,
     ) -> Result<(Option<Decision>, Option<[u64; 2]>), SharedError> {
-        let mut inv = self.admit.prepare_invoke();
-        match &rate {
-            Some((scope, per_minute, burst)) => {
-                inv.key(format!("{}:rate:{scope}", self.config.namespace));
-                inv.arg(1)
-                    .arg(60_000_000 / u64::from((*per_minute).max(1)))
-                    .arg((*burst).max(1));
-            }
-            None => {
-                inv.arg(0).arg(0).arg(0);
-            }
-        }
-        match &tokens {
-            Some((scopes, day)) => {
-                for s in scopes {
-                    inv.key(self.tokens_key(s, *day));
-                }
-                inv.arg(1);
-            }
-            None => {
-                inv.arg(0);
-            }
-        }
-        let mut conn = self.conn.clone();
-        let (decision, used): (Vec<i64>, Vec<u64>) = self.call(inv.invoke_async(&mut conn)).await?;
-        let decision = match decision.as_slice() {
-            [] => None,
-            [admitted, remaining, reset_us, wait_us] => {
-                Some(decision_of(*admitted, *remaining, *reset_us, *wait_us))
-            }
-            other => return Err(SharedError(format!("admit script answered {other:?}"))),
-        };
-        let used = match used.as_slice() {
-            [k, t] => Some([*k, *t]),
-            _ => None,
-        };
-        Ok((decision, used))
+        let rate = rate.map(|(scope, per_minute, burst)| {
+            (
+                format!("{}:rate:{scope}", self.config.namespace),
+                60_000_000 / u64::from(per_minute.max(1)),
+                burst,
+            )
+        });
+        let tokens = tokens
+            .map(|([key, team], day)| [self.tokens_key(&key, day), self.tokens_key(&team, day)]);
+        self.admissions
+            .admit(super::admission::Admission { rate, tokens })
+            .await
     }
 
     pub async fn publish(&self, change: &Change) -> Result<(), SharedError> {

@@ -1,6 +1,7 @@
-//! The shared ledger's scripts against a real Redis (issue 17): a batch of settlements answers,
-//! for each one, what settling them one at a time would have answered — the spend after it and
-//! the thresholds it crossed — while the script reads and writes each scope once.
+//! The shared state's scripts against a real Redis (issue 17), where batching must not change an
+//! answer: a batch of settlements answers, for each one, what settling them one at a time would
+//! have answered (the spend after it, the thresholds it crossed); admissions sent at once, batched
+//! into shared script calls, are exact per rate key.
 
 use std::time::Duration;
 
@@ -137,4 +138,60 @@ async fn a_scope_redis_lost_answers_unloaded_and_the_rest_settles() {
     );
     assert!(shared.counters("team:t").await.unwrap().is_none());
     assert_eq!(shared.counters("key:k").await.unwrap().unwrap().spent, 130);
+}
+
+#[tokio::test]
+async fn admissions_sent_at_once_are_exact_per_rate_key() {
+    let Some(redis) = Redis::start() else { return };
+    let shared = connect(&redis).await;
+    shared
+        .add_tokens(&["key:a", "team:t"], DAY, 42)
+        .await
+        .unwrap();
+    let tokens = || Some((["key:a".to_string(), "team:t".to_string()], DAY));
+    // Forty on a burst of 5 (one a minute after it), ten on a burst of 20, all at once.
+    let a = (0..40).map(|_| shared.admit(Some(("key:a".into(), 1, 5)), tokens()));
+    let b = (0..10).map(|_| shared.admit(Some(("key:b".into(), 1, 20)), None));
+    let (a, b) = tokio::join!(
+        futures_util::future::join_all(a),
+        futures_util::future::join_all(b)
+    );
+    let a: Vec<_> = a.into_iter().map(Result::unwrap).collect();
+    let admitted: Vec<u32> = a
+        .iter()
+        .filter_map(|(d, _)| d.filter(|d| d.retry_after.is_none()).map(|d| d.remaining))
+        .collect();
+    assert_eq!(
+        admitted,
+        [4, 3, 2, 1, 0],
+        "in order, each sees the ones before it"
+    );
+    for (d, used) in &a {
+        assert_eq!(*used, Some([42, 42]));
+        let d = d.unwrap();
+        if let Some(wait) = d.retry_after {
+            assert!(
+                wait > Duration::from_secs(50) && wait <= Duration::from_secs(60),
+                "{wait:?}"
+            );
+        }
+    }
+    let mut remaining: Vec<u32> = b
+        .into_iter()
+        .map(|r| {
+            let (d, used) = r.unwrap();
+            assert_eq!(used, None);
+            let d = d.unwrap();
+            assert_eq!(d.retry_after, None);
+            d.remaining
+        })
+        .collect();
+    remaining.sort_unstable();
+    assert_eq!(remaining, (10..20).collect::<Vec<u32>>());
+    // The state was written: the next one on `key:a` is refused too.
+    let (d, _) = shared
+        .admit(Some(("key:a".into(), 1, 5)), None)
+        .await
+        .unwrap();
+    assert!(d.unwrap().retry_after.is_some());
 }
