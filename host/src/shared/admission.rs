@@ -178,7 +178,7 @@ async fn run(
 fn parse(decision: &[i64], used: &[u64]) -> Answer {
     let decision = match decision {
         [] => None,
-        [admitted, remaining, reset_us, wait_us] => Some(super::redis::decision_of(
+        [admitted, remaining, reset_us, wait_us] => Some(Decision::of_gcra(
             *admitted, *remaining, *reset_us, *wait_us,
         )),
         other => return Err(SharedError(format!("admit script answered {other:?}"))),

@@ -48,6 +48,19 @@ pub struct Decision {
     pub retry_after: Option<Duration>,
 }
 
+impl Decision {
+    /// A GCRA script's answer (`shared::redis`, `shared::admission`): admitted 0/1, remaining,
+    /// reset after and retry after in µs.
+    fn of_gcra(admitted: i64, remaining: i64, reset_us: i64, wait_us: i64) -> Decision {
+        let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
+        Decision {
+            remaining: u32::try_from(remaining).unwrap_or(0),
+            reset_after: us(reset_us),
+            retry_after: (admitted == 0).then(|| us(wait_us).max(Duration::from_millis(1))),
+        }
+    }
+}
+
 /// A change that ends what replicas hold in memory. Sent after the store committed it, so a
 /// replica that reloads on receipt sees the new state.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -54,16 +54,6 @@ pub struct RedisShared {
     lease_owner: String,
 }
 
-/// The GCRA script's answer as a [`Decision`].
-pub(super) fn decision_of(admitted: i64, remaining: i64, reset_us: i64, wait_us: i64) -> Decision {
-    let us = |v: i64| Duration::from_micros(u64::try_from(v).unwrap_or(0));
-    Decision {
-        remaining: u32::try_from(remaining).unwrap_or(0),
-        reset_after: us(reset_us),
-        retry_after: (admitted == 0).then(|| us(wait_us).max(Duration::from_millis(1))),
-    }
-}
-
 impl std::fmt::Debug for RedisShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisShared")
@@ -135,7 +125,7 @@ impl RedisShared {
                     .invoke_async(&mut conn),
             )
             .await?;
-        Ok(decision_of(admitted, remaining, reset_us, wait_us))
+        Ok(Decision::of_gcra(admitted, remaining, reset_us, wait_us))
     }
 
     /// A request's admission in one round trip (shared with the requests admitted alongside
