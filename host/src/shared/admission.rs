@@ -114,8 +114,8 @@ impl Admissions {
     }
 }
 
-/// The admitting task: what is queued, sent a batch at a time, every admission of a failed call
-/// answered with its error.
+/// The admitting task: what is queued, sent a batch at a time (less what nobody waits for any
+/// more), every admission of a failed call answered with its error.
 async fn run(
     mut rx: mpsc::UnboundedReceiver<Queued>,
     mut conn: ConnectionManager,
@@ -125,6 +125,12 @@ async fn run(
     let script = redis::Script::new(ADMIT);
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        // A request that stopped waiting (its deadline passed while Redis was slow or down, or
+        // its client left) was already answered without Redis: it must not take from a rate.
+        batch.retain(|q| !q.reply.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
         let mut inv = script.prepare_invoke();
         inv.arg(batch.len());
         for q in &batch {

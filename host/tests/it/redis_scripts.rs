@@ -195,3 +195,29 @@ async fn admissions_sent_at_once_are_exact_per_rate_key() {
         .unwrap();
     assert!(d.unwrap().retry_after.is_some());
 }
+
+#[tokio::test]
+async fn an_admission_nobody_waits_for_any_more_takes_nothing_from_the_rate() {
+    let Some(redis) = Redis::start() else { return };
+    let shared = connect(&redis).await;
+    // Queued, then given up before the admitting task ran (this test's runtime has one thread,
+    // so the task runs only when the test awaits).
+    let mut gone = Box::pin(shared.admit(Some(("key:c".into(), 1, 1)), None));
+    let waker = std::task::Waker::noop();
+    let polled = gone
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(waker));
+    assert!(polled.is_pending());
+    drop(gone);
+    // The one token of a burst of 1 is still there for the next request.
+    let (d, _) = shared
+        .admit(Some(("key:c".into(), 1, 1)), None)
+        .await
+        .unwrap();
+    assert_eq!(d.unwrap().retry_after, None);
+    let (d, _) = shared
+        .admit(Some(("key:c".into(), 1, 1)), None)
+        .await
+        .unwrap();
+    assert!(d.unwrap().retry_after.is_some());
+}
