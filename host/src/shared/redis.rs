@@ -14,8 +14,9 @@ use crate::config::{OnFailure, RedisConfig};
 
 /// GCRA on Redis's clock, in microseconds (`GCRA` calls it; `super::admission` runs the same
 /// rule over a batch): `key` the limit's key, `interval` µs per request, `burst`. Returns
-/// {admitted 0/1, remaining, reset_after µs, retry_after µs}. The stored value is the theoretical arrival time; it expires when the
-/// burst is whole again, so idle limits cost no memory.
+/// {admitted 0/1, remaining, reset_after µs, retry_after µs}. The stored value is the
+/// theoretical arrival time; it expires when the burst is whole again, so idle limits cost no
+/// memory.
 const GCRA_FN: &str = r"
 local function gcra(key, interval, burst)
   local t = redis.call('TIME')
