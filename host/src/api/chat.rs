@@ -341,7 +341,7 @@ async fn whole_answer(
     // the entry's append —, or queued for the caller to wait on.
     match settle {
         Settle::Durable => {
-            let (_, committed) = reservation.settle_then_wait(tokens_in, tokens_out);
+            let committed = reservation.settle_then_wait(tokens_in, tokens_out);
             call.audit.reply_after(committed);
         }
         Settle::Queued => {

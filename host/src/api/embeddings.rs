@@ -176,7 +176,7 @@ async fn answer(call: &Call, served: Served, input_tokens: u64) -> Result<Respon
                 obj.insert("model".into(), Value::String(model.id.0.clone()));
             }
             // Durable before the answer leaves: the journal layer waits for it with the entry.
-            let (_, committed) = reservation.settle_then_wait(tokens, 0);
+            let committed = reservation.settle_then_wait(tokens, 0);
             call.audit.reply_after(committed);
             Ok(Json(answer).into_response())
         }

@@ -1,8 +1,9 @@
 //! The charger: persists settled usage (a usage row plus the spend on the team's and key's
 //! counters) to the store with group commit (`crate::store::group_commit`) — everything queued
 //! while one transaction commits goes into the next. Callers may wait for their charge to be
-//! durable ([`Charger::charge_then_wait`] returns what completes when it is committed) or not. A failing store is retried,
-//! never skipped: a charge is dropped only if the process dies before it commits.
+//! durable ([`Charger::charge_then_wait`] returns what completes when it is committed) or not.
+//! A failing store is retried, never skipped: a charge is dropped only if the process dies
+//! before it commits.
 //!
 //! Stored responses (the Responses API) ride the same queue ([`Charger::store_response`]): a
 //! response queued right after its charge commits with it, in one transaction and one fsync, and

@@ -456,11 +456,10 @@ impl Reservation {
         mut self,
         tokens_in: u64,
         tokens_out: u64,
-    ) -> (UsageRecord, impl Future<Output = ()> + Send + use<>) {
+    ) -> impl Future<Output = ()> + Send + use<> {
         self.done = true;
         let record = self.budgets.settle(&self, tokens_in, tokens_out);
-        let committed = self.budgets.charger.charge_then_wait(record.clone());
-        (record, committed)
+        self.budgets.charger.charge_then_wait(record)
     }
 
     /// Charges the real usage from synchronous code (end of a stream); persisted by the charger
@@ -560,7 +559,7 @@ mod tests {
         let mut rx = events.subscribe();
         for _ in 0..10 {
             let r = budgets.reserve(to.clone(), 0, 10_000).await.unwrap();
-            r.settle_then_wait(0, 10).1.await;
+            r.settle_then_wait(0, 10).await;
         }
         // The eleventh cannot be covered.
         let refused = budgets.reserve(to.clone(), 0, 10_000).await;
