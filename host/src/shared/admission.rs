@@ -153,18 +153,13 @@ async fn run(
             }
         }
         let call = inv.invoke_async::<Vec<(Vec<i64>, Vec<u64>)>>(&mut conn);
-        let answer = match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(items)) if items.len() == batch.len() => Ok(items),
-            Ok(Ok(items)) => Err(SharedError(format!(
+        let answer = match super::within(timeout, call).await {
+            Ok(items) if items.len() != batch.len() => Err(SharedError(format!(
                 "admit script answered {} admissions for {}",
                 items.len(),
                 batch.len()
             ))),
-            Ok(Err(e)) => Err(SharedError(e.to_string())),
-            Err(_) => Err(SharedError(format!(
-                "no answer in {} ms",
-                timeout.as_millis()
-            ))),
+            answer => answer,
         };
         match answer {
             Ok(items) => {

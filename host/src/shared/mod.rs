@@ -38,6 +38,21 @@ impl std::fmt::Debug for Shared {
 #[error("redis: {0}")]
 pub struct SharedError(pub String);
 
+/// A Redis call under `timeout`: its error, or the deadline passing, as a [`SharedError`].
+async fn within<T>(
+    timeout: Duration,
+    f: impl std::future::Future<Output = ::redis::RedisResult<T>>,
+) -> Result<T, SharedError> {
+    match tokio::time::timeout(timeout, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(SharedError(e.to_string())),
+        Err(_) => Err(SharedError(format!(
+            "no answer in {} ms",
+            timeout.as_millis()
+        ))),
+    }
+}
+
 /// One request-rate decision (GCRA), in the terms of the `X-RateLimit-*` headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {

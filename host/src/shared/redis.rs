@@ -223,13 +223,6 @@ impl RedisShared {
         &self,
         f: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, SharedError> {
-        match tokio::time::timeout(self.config.timeout, f).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(SharedError(e.to_string())),
-            Err(_) => Err(SharedError(format!(
-                "no answer in {} ms",
-                self.config.timeout.as_millis()
-            ))),
-        }
+        super::within(self.config.timeout, f).await
     }
 }
