@@ -98,17 +98,23 @@ end
 return 0
 ";
 
-/// Sets `fired` to the thresholds reached now (ARGV[first..]) and returns the newly reached
-/// ones' bits; prepended to `LOAD` and `SET_LIMIT` (`SETTLE` applies the same rule in its loop).
+/// The thresholds (ARGV[first..], percent) that `spent` reaches of `limit`, as bits; and the
+/// same over a budget hash: sets `fired` to what is reached now and returns the newly reached
+/// bits. Prepended to `SETTLE` (which applies `crossed` to the counters it carries through a
+/// batch), `LOAD` and `SET_LIMIT`.
 const REACHED: &str = r"
-local function reached(k, first)
-  local v = redis.call('HMGET', k, 'limit', 'spent', 'fired')
-  if not v[1] then return 0 end
-  local limit, spent, fired = tonumber(v[1]), tonumber(v[2]), tonumber(v[3] or '0')
+local function crossed(spent, limit, first)
   local now = 0
   for j = first, #ARGV do
     if spent * 100 >= limit * tonumber(ARGV[j]) then now = bit.bor(now, bit.lshift(1, j - first)) end
   end
+  return now
+end
+local function reached(k, first)
+  local v = redis.call('HMGET', k, 'limit', 'spent', 'fired')
+  if not v[1] then return 0 end
+  local fired = tonumber(v[3] or '0')
+  local now = crossed(tonumber(v[2]), tonumber(v[1]), first)
   redis.call('HSET', k, 'fired', bit.bor(fired, now))
   return bit.band(now, bit.bnot(fired))
 end
@@ -157,10 +163,7 @@ for i = 0, n - 1 do
       s.added = s.added + actual
       local newly = 0
       if s.limit then
-        local now = 0
-        for t = first, #ARGV do
-          if s.spent * 100 >= s.limit * tonumber(ARGV[t]) then now = bit.bor(now, bit.lshift(1, t - first)) end
-        end
+        local now = crossed(s.spent, s.limit, first)
         newly = bit.band(now, bit.bnot(s.fired))
         s.fired = bit.bor(s.fired, now)
       end
@@ -288,7 +291,7 @@ impl Scripts {
         Scripts {
             acquire: redis::Script::new(&format!("{HELD}\n{ACQUIRE}")),
             renew: redis::Script::new(&format!("{HELD}\n{RENEW}")),
-            settle: redis::Script::new(SETTLE),
+            settle: with_reached(SETTLE),
             load: with_reached(LOAD),
             set_limit: with_reached(SET_LIMIT),
             add_tokens: redis::Script::new(ADD_TOKENS),
