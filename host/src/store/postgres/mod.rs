@@ -289,12 +289,7 @@ impl Store for PgStore {
     }
 
     fn charge(&self, batch: Vec<UsageRecord>) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| async move {
-            let tx = c.transaction().await?;
-            usage::charge_in(&tx, &batch).await?;
-            tx.commit().await?;
-            Ok(())
-        })
+        self.run(move |c, _| async move { usage::charge_in(&c, &batch).await })
     }
 
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
