@@ -577,6 +577,45 @@ def test_activity_logs_on_any_replica_answer_for_all_and_verification_walks_ever
         stop_all(replicas)
 
 
+def test_a_replica_whose_journal_was_lost_refuses_to_start_rather_than_stop_copying(sim, keys, pg,
+                                                                                   redis_server, tmp_path):
+    """The shared index already holds this replica's seqs: a new chain under the same id would
+    never be copied (its seqs are taken), so start-up refuses with the reason."""
+    (a_,) = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "lost", n=1)
+    auth = {"Authorization": f"Bearer {keys['member']}"}
+    try:
+        for _ in range(3):
+            r = httpx.post(f"{a_.url}/v1/chat/completions", json=CHAT, headers=auth, timeout=30)
+            assert r.status_code == 200
+        with admin(a_, keys) as a:
+            harness.wait_for(lambda: len(a.post("/v1/activity/logs", json={
+                "replica": "replica-0", "action": "chat.completions"}).json()["data"]) == 3,
+                timeout=5, what="the entries copied into the shared index")
+    finally:
+        stop_all(replicas)
+    import subprocess
+
+    def psql(sql: str):
+        subprocess.run(["psql", pg.database("lost"), "-q", "-c", sql], check=True)
+    # The index's last entry of this chain is not this journal's: refused.
+    last = "seq = (SELECT max(seq) FROM journal_entries WHERE replica = 'replica-0')"
+    psql(f"UPDATE journal_entries SET line = line || ' ' WHERE replica = 'replica-0' AND {last}")
+    with pytest.raises(RuntimeError) as refused:
+        start_replicas(sim, keys, pg, redis_server, tmp_path, "lost", n=1)
+    assert "holds a different entry at seq" in str(refused.value), str(refused.value)
+    psql(f"UPDATE journal_entries SET line = rtrim(line, ' ') WHERE replica = 'replica-0' AND {last}")
+    # Restarted on its own journal: it starts.
+    again = start_replicas(sim, keys, pg, redis_server, tmp_path, "lost", n=1)[0]
+    again.kill()
+    for f in harness.journal_dir(tmp_path / "replica-0").glob("journal-*.jsonl"):
+        f.unlink()
+    with pytest.raises(RuntimeError) as refused:
+        start_replicas(sim, keys, pg, redis_server, tmp_path, "lost", n=1)
+    text = str(refused.value)
+    assert "journal chain \"replica-0\"" in text and "this replica's journal ends at seq 0" in text, text
+    assert "another replica runs with sovereign_id" in text, text
+
+
 def test_without_redis_a_revocation_reaches_the_other_replica_within_the_key_cache_ttl(sim, keys, pg,
                                                                                       redis_server, tmp_path):
     """PostgreSQL alone (no notices between replicas): a cached key is re-read from the store

@@ -50,6 +50,60 @@ impl AppState {
         }
     }
 
+    /// At start: what the shared store holds of this replica's chain must be this chain. It
+    /// is not when another replica runs under the same `sovereign_id`, or when this replica's
+    /// journal was lost or replaced while the store kept the old one: the store then already
+    /// holds the seqs this chain writes next, so the copy would stop there without a word (and
+    /// activity logs miss every later entry). Start-up refuses instead. Checked: the store's
+    /// head is not beyond this chain's, and the entry at the lower of the two heads is the same
+    /// line in both (unless retention pruned it here).
+    pub(super) async fn check_journal_index(&self) -> anyhow::Result<()> {
+        let (Some(settings), Some(journal)) = (
+            self.0
+                .config
+                .journal
+                .as_ref()
+                .filter(|_| self.indexes_journal()),
+            &self.0.journal,
+        ) else {
+            return Ok(());
+        };
+        let id = settings.open.sovereign_id.clone();
+        let indexed =
+            u64::try_from(self.0.store.journal_indexed_to(id.clone()).await?).unwrap_or(0);
+        let local = journal.durable_seq();
+        let conflict = |what: &str| {
+            anyhow::anyhow!(
+                "the shared store's copy of journal chain {id:?} {what}: another replica runs with \
+                 sovereign_id {id:?}, or this replica's journal ({}) was lost or replaced. Give \
+                 each replica its own sovereign_id and keep its data_dir",
+                settings.open.dir.display()
+            )
+        };
+        if indexed > local {
+            return Err(conflict(&format!(
+                "reaches seq {indexed}, but this replica's journal ends at seq {local}"
+            )));
+        }
+        let at = indexed.min(local);
+        if at == 0 {
+            return Ok(());
+        }
+        let stored = self
+            .0
+            .store
+            .journal_chain(id.clone(), i64::try_from(at - 1).unwrap_or(i64::MAX), 1)
+            .await?;
+        let (dir, chain) = (settings.open.dir.clone(), id.clone());
+        let here = tokio::task::spawn_blocking(move || Tail::new(dir, chain, at).read(1)).await??;
+        match (stored.first(), here.first()) {
+            (Some(s), Some(h)) if h.record.entry.seq == at && s.line != h.text => Err(conflict(
+                &format!("holds a different entry at seq {at} than this replica's journal"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// One pass: every complete entry not yet in the store. Returns how many were copied.
     pub async fn index_journal_now(&self) -> anyhow::Result<usize> {
         let Some(settings) = self

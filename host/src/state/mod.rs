@@ -250,6 +250,7 @@ impl AppState {
             bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),
             _data_lock: data_lock,
         }));
+        state.check_journal_index().await?;
         // A replica starting into a running cluster takes its router versions and guardrail.
         if let Err(e) = state.follow_policies().await {
             tracing::warn!(error = %e, "loading the replicas' policy versions failed; this replica's config versions apply");
