@@ -18,7 +18,8 @@ def jcs(value):  # RFC 8785 for the value types entries hold: strings, integers 
 
 
 def lines(path):  # the '\n'-terminated lines, and the unterminated bytes after the last one
-    *body, rest = open(path, "rb").read().split(b"\n")
+    # Data ends at the first NUL: the active segment's zeroed room (no line holds a NUL).
+    *body, rest = open(path, "rb").read().split(b"\0", 1)[0].split(b"\n")
     return body, rest
 
 

@@ -4,12 +4,12 @@
 //! full; blocking file I/O, so callers run it on the blocking pool.
 
 use std::fs::File;
-use std::io::{BufRead as _, BufReader};
+use std::io::BufReader;
 use std::path::Path;
 
 use super::JournalError;
 use super::entry::{Record, Status};
-use super::segment::list_dir;
+use super::segment::{list_dir, next_line};
 
 /// Every field set must match exactly; `from` (inclusive) and `to` (exclusive) compare the
 /// entries' timestamps, which are fixed-width ISO 8601 UTC and so order as strings.
@@ -85,15 +85,11 @@ pub fn query(
         };
         let mut reader = BufReader::with_capacity(256 << 10, file);
         loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(JournalError::io(&segment.path))?;
-            // End of file, or a record still being written (no newline yet).
-            if n == 0 || line.last() != Some(&b'\n') {
+            // The end of the data, or a record still being written.
+            if !next_line(&mut reader, &mut line).map_err(JournalError::io(&segment.path))? {
                 break;
             }
-            let Ok(record) = Record::parse(&line[..n - 1]) else {
+            let Ok(record) = Record::parse(&line[..line.len() - 1]) else {
                 continue; // damage is verify's to report; a reader skips it
             };
             let seq = record.entry.seq;

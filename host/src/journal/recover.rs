@@ -105,7 +105,10 @@ pub(super) fn recover(cfg: &JournalConfig) -> Result<(ChainState, OpenReport), J
         .filter(|s| continue_last && (segment_entries > 0 || s.first_seq == head_seq + 1));
     let (segment, segment_path, segment_bytes, segment_entries) = match reusable {
         Some(s) => {
-            let f = open_append(&s.path)?;
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&s.path)
+                .map_err(JournalError::io(&s.path))?;
             let len = f.metadata().map_err(JournalError::io(&s.path))?.len();
             (f, s.path.clone(), len, segment_entries)
         }
@@ -145,7 +148,8 @@ fn open_append(path: &Path) -> Result<File, JournalError> {
         .map_err(JournalError::io(path))
 }
 
-/// Creates the (empty) segment whose first entry will be `first_seq`, durably.
+/// Creates the (empty) segment whose first entry will be `first_seq`, durably. Opened for
+/// positioned writes, not appends: the writer writes inside the zeroed room it keeps ahead.
 pub(super) fn create_segment(
     dir: &Path,
     id: &str,
@@ -154,7 +158,7 @@ pub(super) fn create_segment(
     let path = dir.join(segment_file_name(id, first_seq));
     let f = OpenOptions::new()
         .create_new(true)
-        .append(true)
+        .write(true)
         .open(&path)
         .map_err(JournalError::io(&path))?;
     f.sync_all().map_err(JournalError::io(&path))?;

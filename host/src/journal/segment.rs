@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use super::JournalError;
@@ -87,8 +88,16 @@ pub struct Lines {
     pub unterminated: Option<Vec<u8>>,
 }
 
+/// Where a file's data ends: at its first NUL byte, else at its length. The writer keeps zeroed
+/// room ahead of its last write in the active segment (`writer::ROOM`), and no line holds a NUL
+/// (JSON escapes control characters), so the first one is where writing stopped.
+pub fn data_len(data: &[u8]) -> usize {
+    data.iter().position(|&b| b == 0).unwrap_or(data.len())
+}
+
 pub fn read_lines(path: &Path) -> Result<Lines, JournalError> {
-    let data = fs::read(path).map_err(JournalError::io(path))?;
+    let mut data = fs::read(path).map_err(JournalError::io(path))?;
+    data.truncate(data_len(&data));
     let mut lines: Vec<Vec<u8>> = data.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
     // `split` yields the piece after the last `\n` (empty when the file ends with one).
     let tail = lines.pop().filter(|t| !t.is_empty());
@@ -98,13 +107,18 @@ pub fn read_lines(path: &Path) -> Result<Lines, JournalError> {
     })
 }
 
-/// Cuts the bytes after the last `\n` of `path` (a record torn by a crash mid-write) and
-/// fsyncs; returns how many bytes were cut.
+/// Cuts the bytes after the last `\n` of `path`'s data (a record torn by a crash mid-write)
+/// and the writer's zeroed room after it, and fsyncs; returns how many bytes of data were cut
+/// (the torn record's).
 pub fn cut_torn_tail(path: &Path) -> Result<u64, JournalError> {
     let data = fs::read(path).map_err(JournalError::io(path))?;
-    let keep = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let cut = (data.len() - keep) as u64;
-    if cut > 0 {
+    let end = data_len(&data);
+    let keep = data[..end]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let cut = (end - keep) as u64;
+    if data.len() > keep {
         let f = OpenOptions::new()
             .write(true)
             .open(path)
@@ -113,6 +127,33 @@ pub fn cut_torn_tail(path: &Path) -> Result<u64, JournalError> {
         f.sync_all().map_err(JournalError::io(path))?;
     }
     Ok(cut)
+}
+
+/// Reads the next complete line (with its `\n`) into `line`; false at the end of the data: end
+/// of file, a line still being written (no `\n` yet), or the writer's zeroed room (a NUL). A
+/// reader racing the writer may see a line's end before its start: a NUL inside the line, so
+/// that line is not complete yet either.
+pub fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<bool> {
+    line.clear();
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        match buf.iter().position(|&b| b == b'\n' || b == 0) {
+            Some(i) if buf[i] == b'\n' => {
+                line.extend_from_slice(&buf[..=i]);
+                reader.consume(i + 1);
+                return Ok(true);
+            }
+            Some(_) => return Ok(false),
+            None => {
+                let n = buf.len();
+                line.extend_from_slice(buf);
+                reader.consume(n);
+            }
+        }
+    }
 }
 
 /// Makes a directory entry (a created file) durable.

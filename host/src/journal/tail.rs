@@ -4,12 +4,12 @@
 //! files only, never the writer's state; blocking file I/O.
 
 use std::fs::File;
-use std::io::{BufRead as _, BufReader, Seek as _, SeekFrom};
+use std::io::{BufReader, Seek as _, SeekFrom};
 use std::path::PathBuf;
 
 use super::JournalError;
 use super::entry::Record;
-use super::segment::list_dir;
+use super::segment::{list_dir, next_line};
 
 /// One line of the chain: its record and its text (without the newline).
 #[derive(Debug, Clone)]
@@ -108,15 +108,11 @@ impl Tail {
         let mut line = Vec::with_capacity(1024);
         let mut taken = 0;
         while taken < max {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(JournalError::io(path))?;
-            if n == 0 || line.last() != Some(&b'\n') {
+            if !next_line(&mut reader, &mut line).map_err(JournalError::io(path))? {
                 break; // the end, or a line still being written
             }
-            pos += n as u64;
-            let text = &line[..n - 1];
+            pos += line.len() as u64;
+            let text = &line[..line.len() - 1];
             let Ok(record) = Record::parse(text) else {
                 continue; // damage is verify's to report
             };

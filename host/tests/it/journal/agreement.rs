@@ -24,6 +24,17 @@ fn tamper(kind: &str, f: &Fixture) -> Option<PathBuf> {
             bytes.extend_from_slice(b"{\"action\":\"emb");
             fs::write(last, bytes).unwrap();
         }
+        // The zeroed room a running (or killed) writer keeps after its last line, alone and
+        // after a torn record.
+        "room" | "torn-in-room" => {
+            let last = f.segment(21);
+            let mut bytes = fs::read(&last).unwrap();
+            if kind == "torn-in-room" {
+                bytes.extend_from_slice(b"{\"action\":\"emb");
+            }
+            bytes.extend_from_slice(&[0; 4096]);
+            fs::write(last, bytes).unwrap();
+        }
         "segment-deleted" => fs::remove_file(f.segment(11)).unwrap(),
         "truncated" => {
             let exported = f.dir.parent().unwrap().join("exported.jsonl");
@@ -92,6 +103,8 @@ async fn python_verifier_agrees_with_the_rust_verifier() {
         "reordered",
         "spliced",
         "torn",
+        "room",
+        "torn-in-room",
         "segment-deleted",
         "truncated",
         "rewritten",
@@ -122,8 +135,14 @@ async fn python_verifier_agrees_with_the_rust_verifier() {
         );
         assert_eq!(rust.status.code(), python.status.code(), "{context}");
         assert_eq!(failures(&r_out), failures(&p_out), "{context}");
-        let expect_ok = matches!(kind, "intact" | "torn" | "pruned");
+        let expect_ok = matches!(kind, "intact" | "torn" | "room" | "torn-in-room" | "pruned");
         assert_eq!(rust.status.success(), expect_ok, "{context}");
+        // The room is not a torn record; a torn record inside it is, with its own bytes only.
+        match kind {
+            "room" => assert!(!r_out.contains("torn"), "{context}"),
+            "torn-in-room" => assert!(r_out.contains("ignored (14 bytes"), "{context}"),
+            _ => {}
+        }
     }
 }
 

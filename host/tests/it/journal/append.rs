@@ -224,6 +224,60 @@ async fn torn_final_record_is_reported_cut_off_and_the_chain_continues() {
     );
 }
 
+/// The writer keeps zeroed room after its last line (so a sync has no size change to write):
+/// readers and verifiers see exactly the entries while it runs, a crash leaves the room for
+/// opening to cut (not reported as torn), and closing cuts it.
+#[tokio::test]
+async fn the_writers_zeroed_room_is_invisible_to_readers_and_cut_at_close() {
+    let f = Fixture::new();
+    let (journal, _) = Journal::open_async(f.config()).await.unwrap();
+    for i in 0..3 {
+        journal.append(draft(i)).await.unwrap();
+    }
+    let seg = f.segment(1);
+    let live = fs::read(&seg).unwrap();
+    let data = live.iter().position(|&b| b == 0).unwrap();
+    assert!(
+        live.len() >= data + (1 << 20),
+        "no room after the data: {}",
+        live.len()
+    );
+    assert!(live[data..].iter().all(|&b| b == 0));
+    assert_eq!(live[..data].iter().filter(|&&b| b == b'\n').count(), 3);
+    let report = f.verify();
+    assert!(
+        report.is_ok() && report.chains[0].torn_tail.is_none(),
+        "{report}"
+    );
+    assert_eq!(report.chains[0].entries, 3);
+    let filter = sovereign::journal::query::Filter::default();
+    let page = sovereign::journal::query::query(&f.dir, ID, &filter, 1, 100, 1_000).unwrap();
+    assert_eq!(page.entries.len(), 3);
+    let mut tail = sovereign::journal::Tail::new(f.dir.clone(), ID.into(), 1);
+    assert_eq!(tail.read(100).unwrap().len(), 3);
+    assert_eq!(
+        tail.read(100).unwrap().len(),
+        0,
+        "the room is not read as lines"
+    );
+
+    // As a killed writer leaves it (room, then a torn record's bytes inside it): opening cuts
+    // both, and reports the torn record's bytes only.
+    journal.close().await.unwrap();
+    let closed = fs::read(&seg).unwrap();
+    assert!(!closed.contains(&0), "closing cuts the room");
+    let torn = br#"{"action":"chat.completions","actor_id":"us"#;
+    fs::write(&seg, [&closed[..], torn, &[0; 8192]].concat()).unwrap();
+    let (journal, open) = Journal::open_async(f.config()).await.unwrap();
+    assert_eq!(open.torn_tail.unwrap().bytes, torn.len() as u64);
+    assert_eq!(open.head_seq, 3);
+    journal.append(draft(3)).await.unwrap();
+    journal.close().await.unwrap();
+    let after = fs::read(&seg).unwrap();
+    assert!(after.starts_with(&closed) && !after.contains(&0));
+    assert_eq!(f.verify().chains[0].entries, 4);
+}
+
 #[tokio::test]
 async fn damage_before_the_tail_refuses_to_open_unless_forced() {
     let f = Fixture::new();
@@ -323,10 +377,18 @@ async fn kill_9_while_appending_loses_no_acknowledged_entry() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(Instant::now() < deadline, "the child never got going");
-        let bytes: u64 = fs::read_dir(&journal_dir)
-            .map(|d| d.map(|e| e.unwrap().metadata().unwrap().len()).sum())
+        // Lines written so far (a segment's data ends at the writer's zeroed room).
+        let lines: usize = fs::read_dir(&journal_dir)
+            .map(|d| {
+                d.map(|e| {
+                    let data = fs::read(e.unwrap().path()).unwrap_or_default();
+                    let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
+                    data[..end].iter().filter(|&&b| b == b'\n').count()
+                })
+                .sum()
+            })
             .unwrap_or(0);
-        if bytes > 2_000 * 500 {
+        if lines > 2_000 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
