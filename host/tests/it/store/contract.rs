@@ -21,6 +21,7 @@ on_both_back_ends!(
     reservations_are_all_or_none_across_scopes,
     usage_rows_sort_as_bytes,
     concurrent_charges_over_shared_scopes_all_land,
+    journal_rows_copied_twice_are_kept_once,
     certificate_identities_are_one_per_matcher,
     stored_responses_are_charged_and_kept_within_their_team,
 );
@@ -386,6 +387,36 @@ async fn concurrent_charges_over_shared_scopes_all_land(backend: Backend) {
     .into();
     // Key 0 is `first` (3) in 14 batches of 40 and `second` (5) in the other 26.
     assert_eq!(per_key, [14 * 3 + 26 * 5, 26 * 3 + 14 * 5]);
+}
+
+/// A replica that copies rows the index already has (a restart before its last copy was
+/// acknowledged) neither fails nor duplicates them, and the rest of its batch lands. The
+/// embedded store keeps no index (one replica reads its own files).
+async fn journal_rows_copied_twice_are_kept_once(backend: Backend) {
+    let s = backend.open(clock()).await;
+    let row = |seq: i64, line: &str| JournalRow {
+        replica: "r1".into(),
+        seq,
+        timestamp: format!("2026-11-27T00:00:0{seq}.000Z"),
+        team_id: "acme".into(),
+        line: line.into(),
+    };
+    s.index_journal(vec![row(1, "one"), row(2, "two")])
+        .await
+        .unwrap();
+    s.index_journal(vec![row(2, "two again"), row(3, "three")])
+        .await
+        .unwrap();
+    let chain = s.journal_chain("r1".into(), 0, 10).await.unwrap();
+    let lines: Vec<&str> = chain.iter().map(|r| r.line.as_str()).collect();
+    match backend {
+        Backend::Sqlite(_) => assert!(lines.is_empty()),
+        Backend::Postgres(_) => assert_eq!(lines, ["one", "two", "three"]),
+    }
+    assert_eq!(
+        s.journal_indexed_to("r1".into()).await.unwrap(),
+        lines.len() as i64
+    );
 }
 
 async fn certificate_identities_are_one_per_matcher(backend: Backend) {
