@@ -8,13 +8,13 @@
 //! the next pass.
 
 use std::fs;
-use std::io::{BufRead as _, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::checkpoint::{Checkpoint, format_public_key, load_or_create_signing_key};
 use super::entry::{Record, format_utc};
-use super::segment::{Segment, anchor_file_name, list_dir, sync_dir};
+use super::segment::{Segment, anchor_file_name, list_dir, next_line, sync_dir};
 use super::verify::read_anchor;
 use super::{JournalConfig, JournalError};
 
@@ -147,14 +147,7 @@ fn last_record(path: &Path) -> Result<Option<Record>, JournalError> {
     let mut last = None;
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(JournalError::io(path))?;
-        if n == 0 || line.last() != Some(&b'\n') {
-            break;
-        }
+    while next_line(&mut reader, &mut line).map_err(JournalError::io(path))? {
         if let Ok(r) = Record::parse(&line[..line.len() - 1]) {
             last = Some(r);
         }
