@@ -476,3 +476,29 @@ def test_batched_mode_serves_and_journals(sim, team_keys, tmp_path):
         assert rust.returncode == 0, rust.stdout
     finally:
         gw.kill()
+
+
+def test_preallocated_room_is_invisible_to_readers_and_cut_at_shutdown(sim, team_keys, tmp_path):
+    """`preallocate_bytes`: the live segment ends in zeroed room; the activity API and both
+    verifiers see exactly the entries, and a graceful stop leaves plain JSON lines."""
+    keys, config_keys = team_keys
+    journal = {"preallocate_bytes": 1 << 20}
+    gw = harness.start_gateway(harness.gateway_config(harness.fleet_models(sim.url), config_keys, journal=journal),
+                               tmp_path)
+    try:
+        with api(gw, keys["member"]) as c:
+            ids = [c.post("/v1/chat/completions", json={"model": "jais-30b-chat", "messages": HI})
+                   .headers["x-audit-trace-id"] for _ in range(3)]
+        (segment,) = harness.journal_dir(tmp_path).glob("journal-*.jsonl")
+        live = segment.read_bytes()
+        data = live.index(b"\0")
+        assert len(live) - data >= 1 << 19 and not live[data:].strip(b"\0"), "no zeroed room after the data"
+        assert all(entries_for(gw, keys["admin"], i) for i in ids)
+        rust, python = harness.verify_journal(harness.journal_dir(tmp_path))
+        assert rust.returncode == 0 and "torn" not in rust.stdout, rust.stdout
+        assert python.returncode == 0, python.stdout
+        assert gw.stop() == 0
+        closed = segment.read_bytes()
+        assert b"\0" not in closed and closed.startswith(live[:data])
+    finally:
+        gw.kill()

@@ -91,6 +91,10 @@ pub struct PeersArgs {
     /// pool (their default) or fresh per call (`pool = "fresh"` in `[routing]` and `[guardrail]`).
     #[arg(long, value_enum, default_value_t = Pools::Warm)]
     pools: Pools,
+    /// With all policies on: the journal's `preallocate_bytes` (zeroed room ahead of the writer;
+    /// 0, the default, as shipped: each batch appends).
+    #[arg(long, default_value_t = 0)]
+    journal_preallocate: u64,
     /// Keep the temporary directory (configs, logs) after a run without failed rows too.
     #[arg(long)]
     keep_logs: bool,
@@ -379,7 +383,8 @@ fn start_gateway(s: &Shared, all: bool) -> anyhow::Result<Server> {
             "the bench config's plan, access or model tables moved (servers::gateway_config)"
         );
         text.push_str(&format!(
-            "\n{GUARDRAIL}\n[journal]\ndurability = \"durable\"\n"
+            "\n{GUARDRAIL}\n[journal]\ndurability = \"durable\"\npreallocate_bytes = {}\n",
+            s.args.journal_preallocate
         ));
         let pool = match s.args.pools {
             Pools::Warm => "pool = \"warm\"\n",

@@ -20,6 +20,7 @@ pub(super) struct RawJournal {
     max_segment_bytes: u64,
     max_segment_entries: u64,
     checkpoint_every: u64,
+    preallocate_bytes: u64,
     max_age_days: Option<u64>,
     max_bytes: Option<u64>,
     export_dir: Option<String>,
@@ -39,6 +40,7 @@ impl Default for RawJournal {
             max_segment_bytes: 64 << 20,
             max_segment_entries: 1_000_000,
             checkpoint_every: 10_000,
+            preallocate_bytes: 0,
             max_age_days: None,
             max_bytes: None,
             export_dir: None,
@@ -97,6 +99,12 @@ pub(super) fn validate(
             err(format!("journal.{name}"), "must be at least 1");
         }
     }
+    if j.preallocate_bytes > 1 << 30 {
+        err(
+            "journal.preallocate_bytes".into(),
+            "must be at most 1073741824 (1 GiB); 0 turns it off",
+        );
+    }
     if !j.enabled {
         return None;
     }
@@ -124,6 +132,7 @@ pub(super) fn validate(
     open.max_segment_bytes = j.max_segment_bytes;
     open.max_segment_entries = j.max_segment_entries;
     open.checkpoint_every = j.checkpoint_every;
+    open.preallocate_bytes = j.preallocate_bytes;
     open.force = j.force;
     Some(JournalSettings {
         open,

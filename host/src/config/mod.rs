@@ -368,13 +368,14 @@ hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
     #[test]
     fn journal_errors_have_their_paths() {
         let bad = format!(
-            "{GOOD}\n[journal]\ndurability = \"sometimes\"\nbatch_window_ms = 0\nmax_bytes = 0\ndir = \"j\"\nsigning_key = \"j/k\"\n"
+            "{GOOD}\n[journal]\ndurability = \"sometimes\"\nbatch_window_ms = 0\nmax_bytes = 0\npreallocate_bytes = 2000000000\ndir = \"j\"\nsigning_key = \"j/k\"\n"
         );
         let text = Config::parse(&bad).unwrap_err().to_string();
         for needle in [
             "journal.durability",
             "journal.batch_window_ms",
             "journal.max_bytes",
+            "journal.preallocate_bytes",
             "journal.signing_key",
         ] {
             assert!(text.contains(needle), "{needle} missing from:\n{text}");

@@ -65,6 +65,11 @@ pub struct JournalConfig {
     pub max_segment_entries: u64,
     /// A signed checkpoint is written after every this many entries (and on close).
     pub checkpoint_every: u64,
+    /// Zeroed room the writer keeps written ahead of its last line in the active segment
+    /// (0: none, each batch appends). With room a batch lands inside the file, so its
+    /// `fdatasync` has no size change to write (docs/JOURNAL.md, "Preallocated room"); the live
+    /// segment then ends in NUL bytes until it is closed.
+    pub preallocate_bytes: u64,
     /// Open even if the existing chain fails verification: a new segment is started after the
     /// last entry that parses, and the damage stays for `verify` to report.
     pub force: bool,
@@ -83,6 +88,7 @@ impl JournalConfig {
             max_segment_bytes: 64 << 20,
             max_segment_entries: 1_000_000,
             checkpoint_every: 10_000,
+            preallocate_bytes: 0,
             force: false,
         }
     }

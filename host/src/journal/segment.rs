@@ -88,9 +88,9 @@ pub struct Lines {
     pub unterminated: Option<Vec<u8>>,
 }
 
-/// Where a file's data ends: at its first NUL byte, else at its length. The writer keeps zeroed
-/// room ahead of its last write in the active segment (`writer::ROOM`), and no line holds a NUL
-/// (JSON escapes control characters), so the first one is where writing stopped.
+/// Where a file's data ends: at its first NUL byte, else at its length. A writer with
+/// `preallocate_bytes` keeps zeroed room ahead of its last write in the active segment, and no
+/// line holds a NUL (JSON escapes control characters), so the first one is where writing stopped.
 pub fn data_len(data: &[u8]) -> usize {
     data.iter().position(|&b| b == 0).unwrap_or(data.len())
 }

@@ -17,14 +17,6 @@ pub use super::recover::OpenReport;
 use super::recover::{ChainState, create_segment, recover};
 use super::{Durability, JournalConfig, JournalError};
 
-/// Zeroed room the writer keeps in the active segment ahead of its last write. A batch then
-/// lands inside the file, so its `fdatasync` has data only to write: growing the file on every
-/// batch made each sync write the inode too (about half of a sync's cost on this ext4,
-/// bench/README.md). The room is written (not a hole, whose blocks would be allocated at each
-/// sync) once per `ROOM` bytes, and cut off when the segment is closed; after a crash, opening
-/// cuts it (`segment::cut_torn_tail`).
-const ROOM: u64 = 4 << 20;
-
 /// What `append` promises.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ack {
@@ -229,7 +221,10 @@ struct Writer {
     flushes: Vec<Reply<u64>>,
     /// `checkpoint_now` callers, answered after the next sync.
     checkpoints_wanted: Vec<Reply<Option<SignedCheckpoint>>>,
-    /// The active segment's length: its data, then zeroed room up to here.
+    /// The active segment's length: its data, then (`preallocate_bytes`) zeroed room up to
+    /// here. The room is written, not a hole (whose blocks would be allocated at each sync), a
+    /// size change once per `preallocate_bytes`, and cut off when the segment is closed; after a
+    /// crash, opening cuts it (`segment::cut_torn_tail`).
     room: u64,
     /// Entries written but not yet fsynced, and when the oldest of them was queued.
     unsynced: usize,
@@ -371,8 +366,8 @@ impl Writer {
         }
         let at = self.state.segment_bytes;
         let end = at + self.buf.len() as u64;
-        if end > self.room {
-            self.grow(end + ROOM)?;
+        if self.cfg.preallocate_bytes > 0 && end > self.room {
+            self.grow(end + self.cfg.preallocate_bytes)?;
         }
         self.state
             .segment

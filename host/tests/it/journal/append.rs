@@ -224,13 +224,16 @@ async fn torn_final_record_is_reported_cut_off_and_the_chain_continues() {
     );
 }
 
-/// The writer keeps zeroed room after its last line (so a sync has no size change to write):
+/// With `preallocate_bytes`, the writer keeps zeroed room after its last line (so a sync has no
+/// size change to write):
 /// readers and verifiers see exactly the entries while it runs, a crash leaves the room for
 /// opening to cut (not reported as torn), and closing cuts it.
 #[tokio::test]
 async fn the_writers_zeroed_room_is_invisible_to_readers_and_cut_at_close() {
     let f = Fixture::new();
-    let (journal, _) = Journal::open_async(f.config()).await.unwrap();
+    let mut cfg = f.config();
+    cfg.preallocate_bytes = 4 << 20;
+    let (journal, _) = Journal::open_async(cfg.clone()).await.unwrap();
     for i in 0..3 {
         journal.append(draft(i)).await.unwrap();
     }
@@ -268,7 +271,7 @@ async fn the_writers_zeroed_room_is_invisible_to_readers_and_cut_at_close() {
     assert!(!closed.contains(&0), "closing cuts the room");
     let torn = br#"{"action":"chat.completions","actor_id":"us"#;
     fs::write(&seg, [&closed[..], torn, &[0; 8192]].concat()).unwrap();
-    let (journal, open) = Journal::open_async(f.config()).await.unwrap();
+    let (journal, open) = Journal::open_async(cfg).await.unwrap();
     assert_eq!(open.torn_tail.unwrap().bytes, torn.len() as u64);
     assert_eq!(open.head_seq, 3);
     journal.append(draft(3)).await.unwrap();
