@@ -37,15 +37,16 @@ def redis_server():
 
 def start_replicas(sim, keys, pg, redis_server, base: Path, db: str, n: int = 2,
                    on_failure: str = "closed", extra: str = "", models: list[dict] | None = None,
-                   first: int = 0, redis: bool = True) -> list[harness.Proc]:
+                   first: int = 0, redis: bool = True, redis_timeout_ms: int = 200) -> list[harness.Proc]:
     """`n` replicas with the same config file but for `sovereign_id` (and, by the harness,
-    `data_dir` per directory), started at the same moment."""
+    `data_dir` per directory), started at the same moment. Redis calls give up after 200 ms by
+    default, so the tests that kill Redis see the failure mode at once."""
     env = {"SOVEREIGN_STORE_URL": pg.database(db)}
     backends = "\n[store]\nbackend = \"postgres\"\n"
     if redis:
         env |= {"SOVEREIGN_REDIS_URL": redis_server.url(), "SOVEREIGN_SHARED_NAMESPACE": db}
         backends += ("\n[shared]\nbackend = \"redis\"\n"
-                     f"on_failure = \"{on_failure}\"\ntimeout_ms = 200\n")
+                     f"on_failure = \"{on_failure}\"\ntimeout_ms = {redis_timeout_ms}\n")
 
     def one(i: int) -> harness.Proc:
         d = base / f"replica-{i}"
@@ -168,7 +169,10 @@ def test_a_budget_is_never_exceeded_by_200_requests_over_two_replicas_streams_in
     budget of 50 R shared by two replicas, every moment satisfies spent + reserved <= B across
     both, so exactly 50 of 200 are served (half of them streamed), whatever the interleaving."""
     priced = harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0)
-    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "budget", models=priced)
+    # Not a test of Redis faults: 200 requests at once queue their admissions, and on a loaded
+    # 2-core CI machine 200 ms for the whole wait once answered two of them 503.
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "budget", models=priced,
+                                       redis_timeout_ms=5000)
     try:
         with admin(a_, keys) as a:
             team = new_team(a, budget=0.25)
