@@ -78,19 +78,12 @@ pub fn compare(
     };
     // Ids of this run: each run's journals are new chains, and a replica refuses to start when
     // the store already holds another chain under its id.
-    let id = |name: &str| format!("{name}-{}", std::process::id());
-    let mut a = start_gateway(
-        args,
-        &rdir("replica-a")?,
-        "replica",
-        &replica(&id("replica-a")),
-    )?;
-    let mut b = start_gateway(
-        args,
-        &rdir("replica-b")?,
-        "replica",
-        &replica(&id("replica-b")),
-    )?;
+    let start_replica = |name: &str| {
+        let id = format!("{name}-{}", std::process::id());
+        start_gateway(args, &rdir(name)?, "replica", &replica(&id))
+    };
+    let mut a = start_replica("replica-a")?;
+    let mut b = start_replica("replica-b")?;
     let rt = client_runtime(args)?;
     let result = rt.block_on(async {
         let client = load::client(args.connections * 2)?;

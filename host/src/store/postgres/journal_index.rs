@@ -20,20 +20,25 @@ pub(super) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreR
     // A plain insert first: `ON CONFLICT` (speculative insertion) costs PostgreSQL about a third
     // more per row, and rows already there only come back when a replica restarts before its
     // last copy was acknowledged.
-    let plain = tx.prepare_cached(&format!("{INSERT} {ROWS}")).await?;
-    match tx.execute(&plain, params).await {
-        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-            let st = format!("{INSERT} {ROWS} ON CONFLICT (replica, seq) DO NOTHING");
-            execute(tx, &st, params).await?;
+    match execute(tx, COPY, params).await {
+        Err(StoreError::Postgres(e)) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+            execute(tx, COPY_OR_SKIP, params).await?;
         }
-        other => drop(other?),
+        other => {
+            other?;
+        }
     }
     Ok(())
 }
 
-const INSERT: &str = "INSERT INTO journal_entries (replica, seq, timestamp, team_id, line)";
-const ROWS: &str =
-    "SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])";
+macro_rules! copy_rows {
+    () => {
+        "INSERT INTO journal_entries (replica, seq, timestamp, team_id, line)
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])"
+    };
+}
+const COPY: &str = copy_rows!();
+const COPY_OR_SKIP: &str = concat!(copy_rows!(), " ON CONFLICT (replica, seq) DO NOTHING");
 
 pub(super) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<i64> {
     let row = query_one(
