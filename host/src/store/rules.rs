@@ -1,11 +1,17 @@
 //! What every back end applies around its SQL, so SQLite and PostgreSQL answer alike: the input
 //! checks (names, config ids, budgets, amounts), new ids (`team_`/`key_`/`wh_`/`cid_` + UUIDv7
-//! hex), a key's state at a given time, the prefix shown for a secret, and the column encodings
-//! (string lists as JSON text, unsigned counts in signed 64-bit columns).
+//! hex), a key's state at a given time, the prefix shown for a secret, the column encodings
+//! (string lists as JSON text, unsigned counts in signed 64-bit columns), and a charge's spend
+//! summed per budget counter.
+
+use std::collections::BTreeMap;
 
 use crate::auth::{KEY_PREFIX, generate_secret, hash_secret};
 
-use super::{KeyInfo, KeyState, Micros, NewKey, StoreError, StoreResult, UnixMillis};
+use super::{
+    BudgetScope, KeyInfo, KeyState, Micros, NewKey, StoreError, StoreResult, UnixMillis,
+    UsageRecord,
+};
 
 /// A new time-ordered id: `prefix` + a UUIDv7 in hex (`team_`, `key_`, `wh_`, `cid_`).
 pub(crate) fn new_id(prefix: &str) -> String {
@@ -122,4 +128,28 @@ pub(crate) fn i64_of(v: u64, field: &'static str) -> StoreResult<i64> {
 
 pub(crate) fn opt_i64_of(v: Option<u64>, field: &'static str) -> StoreResult<Option<i64>> {
     v.map(|v| i64_of(v, field)).transpose()
+}
+
+/// A charged batch's spend per budget counter row (`team:<id>`, `key:<id>`), in scope order:
+/// each counter moves once per batch, by the sum of its rows (zero sums left out: they move
+/// nothing).
+pub(crate) fn spend_by_scope(batch: &[UsageRecord]) -> StoreResult<BTreeMap<String, Micros>> {
+    let mut spend: BTreeMap<String, Micros> = BTreeMap::new();
+    for u in batch {
+        check_not_negative(u.spend, "spend")?;
+        if u.spend == 0 {
+            continue;
+        }
+        for scope in [
+            BudgetScope::Team(u.team_id.clone()),
+            BudgetScope::Key(u.key_id.clone()),
+        ] {
+            let sum = spend.entry(scope.column()).or_insert(0);
+            *sum = sum.checked_add(u.spend).ok_or(StoreError::Invalid {
+                field: "spend",
+                reason: "too large".into(),
+            })?;
+        }
+    }
+    Ok(spend)
 }

@@ -2,16 +2,12 @@
 //! query per key, model and actor; charging adds each batch's spend to its counters in scope
 //! order.
 
-use std::collections::BTreeMap;
-
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use super::execute;
-use crate::store::rules::{check_not_negative, i64_of};
-use crate::store::{
-    BudgetScope, KeyId, Micros, StoreError, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow,
-};
+use crate::store::rules::{check_not_negative, i64_of, spend_by_scope};
+use crate::store::{KeyId, Micros, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 /// A batch of usage rows as the statements' column arrays.
 struct Columns<'a> {
@@ -110,19 +106,7 @@ pub(super) async fn charge_in<C: GenericClient>(c: &C, batch: &[UsageRecord]) ->
         return Ok(());
     }
     let cols = Columns::of(batch)?;
-    let mut spend: BTreeMap<String, Micros> = BTreeMap::new();
-    for u in batch {
-        for scope in [
-            BudgetScope::Team(u.team_id.clone()),
-            BudgetScope::Key(u.key_id.clone()),
-        ] {
-            let sum = spend.entry(scope.column()).or_insert(0);
-            *sum = sum.checked_add(u.spend).ok_or(StoreError::Invalid {
-                field: "spend",
-                reason: "too large".into(),
-            })?;
-        }
-    }
+    let spend = spend_by_scope(batch)?;
     let (scopes, amounts): (Vec<String>, Vec<Micros>) = spend.into_iter().unzip();
     execute(
         c,
