@@ -28,7 +28,7 @@ pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
 /// Records each usage row and adds its spend to its team's and key's counters, all in one
 /// transaction (one fsync for the batch). Each counter moves once per batch, by the sum of its
 /// rows (`rules::spend_by_scope`), with an equality on its key: one `UPDATE … WHERE scope = a OR
-/// scope = b` per row made SQLite build a temporary b-tree for the `OR` on every row, ~40,000
+/// scope = b` per row made SQLite open a temporary b-tree for the `OR` on every row, ~26,000
 /// instructions a request (bench/README.md).
 pub(super) fn charge(conn: &mut Connection, batch: &[UsageRecord]) -> StoreResult<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
