@@ -5,6 +5,13 @@
 //!
 //! Detection always runs over every compiled-in language, even those no model lists, so a Persian
 //! prompt is `und` on a fleet without Persian models rather than forced into Arabic.
+//!
+//! Answers are remembered in a small direct-mapped cache keyed by the sample: the answer is a
+//! function of the sample alone, and short user turns (`hi`, `thanks`, `continue`, `نعم`) repeat,
+//! while lingua's fixed cost per call is the whole cost of a short one (docs/FACTS.md, "Cost").
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::RwLock;
 
 use lingua::Language;
 
@@ -20,6 +27,11 @@ enum Script {
     Arabic,
     Latin,
 }
+
+/// Slots of the answer cache: each holds one sample and its answer; a sample that hashes to a
+/// taken slot replaces what was there. Bounded at `CACHE_SLOTS` × `MAX_DETECT_CHARS` × 4 bytes
+/// (800 KiB) whatever the traffic.
+const CACHE_SLOTS: usize = 1024;
 
 /// The languages compiled in (each needs its `lingua` cargo feature), with their ISO 639-1 code.
 const SUPPORTED: [(&str, Language, Script); 5] = [
@@ -42,6 +54,8 @@ pub struct LanguageDetector {
     reported: Vec<&'static str>,
     /// Configured but not compiled in: never reported (the caller should warn at start-up).
     unsupported: Vec<String>,
+    /// Answers already given, by sample ([`CACHE_SLOTS`]).
+    cache: AnswerCache,
 }
 
 impl std::fmt::Debug for LanguageDetector {
@@ -77,6 +91,7 @@ impl LanguageDetector {
             lingua,
             reported,
             unsupported,
+            cache: AnswerCache::new(),
         }
     }
 
@@ -93,6 +108,17 @@ impl LanguageDetector {
     /// The language of `text` (ISO 639-1), or [`UNDETERMINED`].
     pub fn detect(&self, text: &str) -> &'static str {
         let sample = head(text, MAX_DETECT_CHARS);
+        let slot = self.cache.slot(sample);
+        if let Some(code) = self.cache.get(slot, sample) {
+            return code;
+        }
+        let code = self.judge(sample);
+        self.cache.put(slot, sample, code);
+        code
+    }
+
+    /// What lingua says of `sample` (at most [`MAX_DETECT_CHARS`]), after the script filter.
+    fn judge(&self, sample: &str) -> &'static str {
         let (arabic, latin) = letters(sample);
         if arabic == 0 && latin == 0 {
             return UNDETERMINED;
@@ -123,6 +149,42 @@ impl LanguageDetector {
             .map(|(code, _, _)| *code)
             .filter(|code| self.reported.contains(code))
             .unwrap_or(UNDETERMINED)
+    }
+}
+
+/// A direct-mapped cache of answers: slot = hash of the sample; a slot keeps the last sample
+/// that hashed there. Readers share a slot's lock; a miss costs one detection and one write.
+struct AnswerCache {
+    hasher: RandomState,
+    slots: Box<[Slot]>,
+}
+
+/// One sample and the detector's answer for it, or nothing yet.
+type Slot = RwLock<Option<(Box<str>, &'static str)>>;
+
+impl AnswerCache {
+    fn new() -> AnswerCache {
+        AnswerCache {
+            hasher: RandomState::new(),
+            slots: (0..CACHE_SLOTS).map(|_| RwLock::new(None)).collect(),
+        }
+    }
+
+    fn slot(&self, sample: &str) -> usize {
+        // usize from u64: the remainder is below CACHE_SLOTS.
+        (self.hasher.hash_one(sample) % CACHE_SLOTS as u64) as usize
+    }
+
+    fn get(&self, slot: usize, sample: &str) -> Option<&'static str> {
+        let held = self.slots[slot].read().unwrap_or_else(|e| e.into_inner());
+        match held.as_ref() {
+            Some((seen, code)) if **seen == *sample => Some(*code),
+            _ => None,
+        }
+    }
+
+    fn put(&self, slot: usize, sample: &str, code: &'static str) {
+        *self.slots[slot].write().unwrap_or_else(|e| e.into_inner()) = Some((sample.into(), code));
     }
 }
 
@@ -215,6 +277,30 @@ mod tests {
             );
         }
         assert!(to_arabic.is_empty(), "taken for Arabic: {to_arabic:#?}");
+    }
+
+    /// The cache answers what detection answers: every evaluation prompt twice (the second time
+    /// from the cache), then more distinct samples than the cache has slots, so slots are
+    /// overwritten, then the evaluation set again.
+    #[test]
+    fn remembered_answers_are_the_detectors_answers() {
+        let d = LanguageDetector::new(["ar", "fa", "ur", "en"]);
+        let set = eval_set();
+        let fresh = |t: &str| d.judge(head(t, MAX_DETECT_CHARS));
+        for (_, prompt) in set.iter().chain(&set) {
+            assert_eq!(d.detect(prompt), fresh(prompt), "{prompt}");
+        }
+        for i in 0..CACHE_SLOTS + 64 {
+            let t = format!("{} {i}", set[i % set.len()].1);
+            assert_eq!(d.detect(&t), fresh(&t), "{t}");
+        }
+        for (_, prompt) in &set {
+            assert_eq!(d.detect(prompt), fresh(prompt), "{prompt}");
+        }
+        // Only the first MAX_DETECT_CHARS characters are the key.
+        let long = format!("{}{}", "Bonjour tout le monde. ".repeat(20), "Hello");
+        assert_eq!(d.detect(&long), UNDETERMINED);
+        assert_eq!(d.detect(&format!("{long} again")), UNDETERMINED);
     }
 
     #[test]
