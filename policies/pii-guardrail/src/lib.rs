@@ -32,26 +32,24 @@ mod component {
     struct PiiGuardrail;
 
     thread_local! {
-        /// The settings last parsed and the text they came from: an instance the host keeps warm
-        /// parses them once, not per call (a fresh instance starts empty).
-        static PARSED: RefCell<Option<(String, Rc<Settings>)>> = const { RefCell::new(None) };
+        /// The settings, parsed on this instance's first call. An instance's settings never
+        /// change (new settings are a new version with new instances; wit/policy.wit,
+        /// `config-get`), so a warm instance reads and parses them once.
+        static PARSED: RefCell<Option<Rc<Settings>>> = const { RefCell::new(None) };
     }
 
-    /// The `settings` document, parsed (or the one parsed last, if the text is the same).
+    /// The `settings` document, parsed (once per instance).
     fn settings() -> Result<Rc<Settings>, Rejection> {
-        let Some(text) = host::config_get("settings") else {
-            return Ok(Rc::new(Settings::default()));
+        if let Some(s) = PARSED.with_borrow(Option::clone) {
+            return Ok(s);
+        }
+        let s = match host::config_get("settings") {
+            Some(text) => Settings::parse(&text).map_err(|e| misconfigured(e.to_string()))?,
+            None => Settings::default(),
         };
-        PARSED.with_borrow_mut(|parsed| {
-            if let Some((seen, s)) = parsed.as_ref()
-                && *seen == text
-            {
-                return Ok(s.clone());
-            }
-            let s = Rc::new(Settings::parse(&text).map_err(|e| misconfigured(e.to_string()))?);
-            *parsed = Some((text, s.clone()));
-            Ok(s)
-        })
+        let s = Rc::new(s);
+        PARSED.set(Some(s.clone()));
+        Ok(s)
     }
 
     fn misconfigured(message: String) -> Rejection {

@@ -22,23 +22,25 @@ mod component {
     struct RulesRouter;
 
     thread_local! {
-        /// The document last parsed and its text: an instance the host keeps warm parses it
-        /// once, not per call (a fresh instance starts empty).
-        static PARSED: RefCell<Option<(String, Rc<Policy>)>> = const { RefCell::new(None) };
+        /// The document, parsed on this instance's first call. An instance's settings never
+        /// change (new settings are a new version with new instances; wit/policy.wit,
+        /// `config-get`), so a warm instance reads and parses it once.
+        static PARSED: RefCell<Option<Rc<Policy>>> = const { RefCell::new(None) };
     }
 
-    /// The policy document, parsed (or the one parsed last, if the text is the same).
-    fn policy(text: String) -> Result<Rc<Policy>, Rejection> {
-        PARSED.with_borrow_mut(|parsed| {
-            if let Some((seen, p)) = parsed.as_ref()
-                && *seen == text
-            {
-                return Ok(p.clone());
-            }
-            let p = Rc::new(Policy::parse(&text).map_err(|e| misconfigured(e.to_string()))?);
-            *parsed = Some((text, p.clone()));
-            Ok(p)
-        })
+    /// The policy document, parsed (once per instance).
+    fn policy() -> Result<Rc<Policy>, Rejection> {
+        if let Some(p) = PARSED.with_borrow(Option::clone) {
+            return Ok(p);
+        }
+        let Some(text) = host::document() else {
+            return Err(misconfigured(
+                "the rules router has no `policy` setting".into(),
+            ));
+        };
+        let p = Rc::new(Policy::parse(&text).map_err(|e| misconfigured(e.to_string()))?);
+        PARSED.set(Some(p.clone()));
+        Ok(p)
     }
 
     fn misconfigured(message: String) -> Rejection {
@@ -51,12 +53,7 @@ mod component {
             facts: RequestFacts,
             candidates: Vec<ModelInfo>,
         ) -> Result<RouteDecision, Rejection> {
-            let Some(text) = host::document() else {
-                return Err(misconfigured(
-                    "the rules router has no `policy` setting".into(),
-                ));
-            };
-            let policy = policy(text)?;
+            let policy = policy()?;
             let facts = Facts {
                 language: facts.language,
                 prompt_tokens: facts.prompt_tokens,
