@@ -9,7 +9,7 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::{Candidate, PolicyError, RouteFacts};
+use super::{Candidate, PolicyError};
 
 // Exports are called with `call_async`: wasmtime-wasi's synchronous p2 implementation runs its
 // streams with `block_on`, which panics on a tokio thread (measured: a guest writing its panic
@@ -232,21 +232,22 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, Pol
     Ok(linker)
 }
 
-impl From<&RouteFacts> for RequestFacts {
-    fn from(f: &RouteFacts) -> Self {
+/// Facts with every field empty (tests, smoke calls and the guardrail's calls fill what they know).
+impl Default for RequestFacts {
+    fn default() -> Self {
         RequestFacts {
-            request_id: f.request_id.clone(),
-            team_id: f.team_id.clone(),
-            key_id: f.key_id.clone(),
-            actor_id: f.actor_id.clone(),
-            requested_model: f.requested_model.clone(),
-            language: f.language.clone(),
-            prompt_tokens: f.prompt_tokens,
-            profile: f.profile.clone(),
-            classification: f.classification.clone(),
-            allowed_regions: f.allowed_regions.clone(),
-            stream: f.stream,
-            labels: f.labels.clone(),
+            request_id: String::new(),
+            team_id: String::new(),
+            key_id: String::new(),
+            actor_id: String::new(),
+            requested_model: String::new(),
+            language: String::new(),
+            prompt_tokens: 0,
+            profile: None,
+            classification: None,
+            allowed_regions: Vec::new(),
+            stream: false,
+            labels: Vec::new(),
         }
     }
 }

@@ -9,9 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::bindings::{
-    CallState, GuardrailInstance, GuardrailPolicyPre, RequestFacts, WitMessage, WitStage,
-};
+use super::bindings::{CallState, GuardrailInstance, GuardrailPolicyPre, WitMessage, WitStage};
 use super::pool::{Warm, WarmPool};
 use super::{CallLimits, PolicyError, PolicyHost, PoolMode, RouteFacts};
 use crate::config::guardrail_defaults;
@@ -249,12 +247,7 @@ impl GuardrailPolicy {
         let answer = match w
             .instance
             .sovereign_policy_guardrail()
-            .call_check(
-                &mut w.store,
-                wit_stage,
-                &RequestFacts::from(facts),
-                &messages,
-            )
+            .call_check(&mut w.store, wit_stage, facts, &messages)
             .await
         {
             Ok(a) => a,

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use arc_swap::ArcSwapOption;
 use wasmtime::Store;
 
-use super::bindings::{self, CallState, ModelInfo, RequestFacts, RouterPolicyPre};
+use super::bindings::{self, CallState, ModelInfo, RouterPolicyPre};
 use super::pool::{Warm, WarmPool};
 use super::{CallLimits, PolicyError, PolicyHost, PoolMode};
 use crate::config::ModelConfig;
@@ -17,22 +18,9 @@ pub const WORLD: &str = "sovereign:policy/router-policy@0.1.0";
 /// Longest `rule` or `policy` name accepted from a router, in bytes.
 const MAX_NAME_BYTES: usize = 256;
 
-/// What the host tells a router about a request (the WIT `request-facts`). Never the prompt.
-#[derive(Debug, Clone, Default)]
-pub struct RouteFacts {
-    pub request_id: String,
-    pub team_id: String,
-    pub key_id: String,
-    pub actor_id: String,
-    pub requested_model: String,
-    pub language: String,
-    pub prompt_tokens: u32,
-    pub profile: Option<String>,
-    pub classification: Option<String>,
-    pub allowed_regions: Vec<String>,
-    pub stream: bool,
-    pub labels: Vec<(String, String)>,
-}
+/// What the host tells a router or a guardrail about a request: the WIT `request-facts` itself,
+/// so a call lowers it into the guest without a copy first. Never the prompt.
+pub use super::bindings::sovereign::policy::types::RequestFacts as RouteFacts;
 
 /// A model the router may choose, with its live state.
 #[derive(Debug, Clone)]
@@ -65,6 +53,34 @@ pub struct RouterPolicy {
     name: Option<Arc<str>>,
     /// Idle instances, with [`PoolMode::Warm`].
     warm: Option<WarmPool<bindings::RouterPolicy>>,
+    /// The WIT candidates of the last call, rebuilt only when the candidates change (which
+    /// models, their health or latency): most calls offer the same models in the same state.
+    offered: ArcSwapOption<Offered>,
+}
+
+/// Candidates as last offered: what they were made from (holding each model, so its address is
+/// not reused while compared), and their WIT form.
+struct Offered {
+    from: Vec<Candidate>,
+    wit: Vec<ModelInfo>,
+}
+
+impl Offered {
+    fn of(candidates: &[Candidate]) -> Offered {
+        Offered {
+            from: candidates.to_vec(),
+            wit: candidates.iter().map(ModelInfo::from).collect(),
+        }
+    }
+
+    fn is_for(&self, candidates: &[Candidate]) -> bool {
+        self.from.len() == candidates.len()
+            && self.from.iter().zip(candidates).all(|(a, b)| {
+                Arc::ptr_eq(&a.model, &b.model)
+                    && a.healthy == b.healthy
+                    && a.latency_p50_ms == b.latency_p50_ms
+            })
+    }
 }
 
 impl std::fmt::Debug for RouterPolicy {
@@ -125,6 +141,7 @@ impl RouterPolicy {
             limits,
             name: None,
             warm,
+            offered: ArcSwapOption::empty(),
         })
     }
 
@@ -184,8 +201,14 @@ impl RouterPolicy {
         facts: &RouteFacts,
         candidates: &[Candidate],
     ) -> Result<RouterDecision, PolicyError> {
-        let wit_facts = RequestFacts::from(facts);
-        let wit_candidates: Vec<ModelInfo> = candidates.iter().map(ModelInfo::from).collect();
+        let offered = match self.offered.load_full() {
+            Some(o) if o.is_for(candidates) => o,
+            _ => {
+                let o = Arc::new(Offered::of(candidates));
+                self.offered.store(Some(o.clone()));
+                o
+            }
+        };
         let budget = self.host.ticks(self.limits.deadline);
         let mut w = match self.warm.as_ref().and_then(|p| p.take_for(budget)) {
             Some(w) => w,
@@ -195,7 +218,7 @@ impl RouterPolicy {
         let answer = match w
             .instance
             .sovereign_policy_router()
-            .call_route(&mut w.store, &wit_facts, &wit_candidates)
+            .call_route(&mut w.store, facts, &offered.wit)
             .await
         {
             Ok(a) => a,

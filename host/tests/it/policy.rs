@@ -226,6 +226,21 @@ async fn rules_router_profiles_pick_among_healthy_speakers() {
             .0,
         "llama-3.2-3b"
     );
+    // The host keeps the last list it offered and rebuilds it only when the candidates change:
+    // health and latency changes reach the router both ways.
+    let fastest = async |f: &[Candidate]| {
+        let d = p.route(&with("performance", "en"), f).await.unwrap();
+        d.model.id.0.clone()
+    };
+    f[3].healthy = true;
+    assert_eq!(fastest(&f).await, "mistral-7b");
+    f[3].latency_p50_ms = Some(5000.0);
+    assert_eq!(fastest(&f).await, "llama-3.2-3b");
+    assert_eq!(fastest(&f[..3]).await, "llama-3.2-3b");
+    let mut reordered = f.clone();
+    reordered.swap(2, 3);
+    reordered[2].latency_p50_ms = Some(1.0);
+    assert_eq!(fastest(&reordered).await, "mistral-7b");
 }
 
 #[tokio::test]
