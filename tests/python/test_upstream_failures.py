@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 import openai
@@ -129,3 +130,41 @@ def test_closed_upstream_port_is_502_with_a_clear_message(gateway_factory, keys)
     with pytest.raises(openai.InternalServerError) as e:
         client.chat.completions.create(model="jais-30b-chat", messages=HI, stream=True)
     assert e.value.status_code == 502
+
+
+def test_a_tls_handshake_that_never_ends_is_504_within_the_connect_timeout(gateway_factory, keys):
+    """`connect_timeout_ms` bounds the TCP connection and the TLS handshake together: an
+    `https` upstream that accepts and then says nothing times out at the connect timeout (1 s
+    here), not at the first-byte timeout (2 s)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # accepted by the kernel, never answered
+        port = silent.getsockname()[1]
+        models = [dict(harness.FLEET[0], base_url=f"https://127.0.0.1:{port}/v1",
+                       connect_timeout_ms=1000)]
+        gw = gateway_factory(models)
+        client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key=keys["member"], max_retries=0,
+                               timeout=20)
+        start = time.monotonic()
+        with pytest.raises(openai.InternalServerError) as e:
+            client.chat.completions.create(model="jais-30b-chat", messages=HI)
+        elapsed = time.monotonic() - start
+    assert e.value.status_code == 504, e.value.body
+    assert e.value.code == "upstream_timeout"
+    assert "could not connect within the connect timeout" in e.value.body["message"], e.value.body
+    assert 0.9 <= elapsed < FIRST_BYTE_TIMEOUT_S, elapsed
+
+
+def test_the_models_own_key_goes_upstream_never_the_clients(sim, keys, tmp_path):
+    """`api_key_env`: the upstream sees `Bearer <that variable>`, not the client's gateway key."""
+    models = [dict(harness.FLEET[0], base_url=f"{sim.url}/v1", api_key_env="TEST_UPSTREAM_KEY")]
+    gw = harness.start_gateway(harness.gateway_config(models, keys["config"]), tmp_path,
+                               env={"TEST_UPSTREAM_KEY": "sk-upstream-secret"})
+    try:
+        client = openai.OpenAI(base_url=f"{gw.url}/v1", api_key=keys["member"], max_retries=0)
+        client.chat.completions.create(model="jais-30b-chat", messages=HI)
+        sent = harness.sim_requests(sim)[-1]
+        assert sent["path"].endswith("/chat/completions"), sent
+        assert sent["authorization"] == "Bearer sk-upstream-secret", sent
+    finally:
+        gw.kill()

@@ -239,7 +239,8 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -
         }
     };
     let at_end = call.clone();
-    let stream = relay_sse(exchange.response, opts, move |summary: StreamSummary| {
+    let upstream = exchange.response.into_body();
+    let stream = relay_sse(upstream, opts, move |summary: StreamSummary| {
         let call = at_end;
         call.audit.stream_finished(&summary);
         // Charged however the stream ended: the upstream's usage, else counted.

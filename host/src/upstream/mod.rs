@@ -3,19 +3,19 @@
 //! request, a total deadline for the whole exchange, and failures sorted into what the client
 //! should see (upstream 4xx passed on; 5xx and connection errors → 502; timeouts → 504).
 
+mod client;
 pub mod health;
 mod sse;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
-use http::StatusCode;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use tokio::time::Instant;
-
-use url::Url;
 
 use crate::config::{ModelConfig, ModelId};
 
@@ -25,6 +25,9 @@ pub use sse::{CountUsage, RelayOptions, StreamOutcome, StreamSummary, relay_sse}
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 /// How much of an upstream error body is read to find its message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+const USER_AGENT_VALUE: &str = concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION"));
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -81,11 +84,12 @@ pub enum Endpoint {
 
 /// A model's pooled client and what it needs to address the upstream.
 struct ModelClient {
-    client: reqwest::Client,
-    api_key: Option<String>,
-    chat_url: Url,
-    completions_url: Url,
-    embeddings_url: Url,
+    client: client::HttpClient,
+    /// `Bearer <key>`, marked sensitive (kept out of debug output).
+    authorization: Option<HeaderValue>,
+    chat_url: Uri,
+    completions_url: Uri,
+    embeddings_url: Uri,
 }
 
 /// All upstream clients, built once at start-up.
@@ -95,7 +99,7 @@ pub struct Upstreams {
 
 /// An upstream call under way: the response headers have arrived with a success status.
 pub struct Exchange {
-    pub response: reqwest::Response,
+    pub response: http::Response<Incoming>,
     /// The instant by which the whole exchange must be over.
     pub deadline: Instant,
 }
@@ -104,37 +108,21 @@ impl Upstreams {
     pub fn new(models: &[Arc<ModelConfig>]) -> anyhow::Result<Upstreams> {
         let mut clients = HashMap::new();
         for m in models {
-            let api_key = match &m.api_key_env {
-                Some(var) => Some(std::env::var(var).map_err(|_| {
-                    anyhow::anyhow!(
-                        "model `{}`: environment variable `{var}` (api_key_env) is not set",
-                        m.id
-                    )
-                })?),
+            let authorization = match &m.api_key_env {
+                Some(var) => Some(authorization(&m.id, var)?),
                 None => None,
             };
-            let mut builder = reqwest::Client::builder()
-                .connect_timeout(m.timeouts.connect)
-                .tcp_nodelay(true)
-                .pool_idle_timeout(Duration::from_secs(90))
-                .pool_max_idle_per_host(1024)
-                .user_agent(concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION")));
-            if let Some(tls) = &m.tls {
-                // The model's own CA bundle (and client certificate): no system trust store.
-                let tls = tls
-                    .load()
-                    .map_err(|e| anyhow::anyhow!("model `{}`: tls: {e}", m.id))?;
-                builder = builder.tls_backend_preconfigured(tls);
-            }
-            let client = builder.build()?;
+            let uri = |path: &str| -> anyhow::Result<Uri> {
+                Ok(m.base_url.join(path)?.as_str().parse::<Uri>()?)
+            };
             clients.insert(
                 m.id.clone(),
                 ModelClient {
-                    client,
-                    api_key,
-                    chat_url: m.base_url.join("chat/completions")?,
-                    completions_url: m.base_url.join("completions")?,
-                    embeddings_url: m.base_url.join("embeddings")?,
+                    client: client::build(m)?,
+                    authorization,
+                    chat_url: uri("chat/completions")?,
+                    completions_url: uri("completions")?,
+                    embeddings_url: uri("embeddings")?,
                 },
             );
         }
@@ -149,7 +137,7 @@ impl Upstreams {
         model: &ModelConfig,
         endpoint: Endpoint,
         body: Bytes,
-        traceparent: Option<http::HeaderValue>,
+        traceparent: Option<HeaderValue>,
     ) -> Result<Exchange, UpstreamError> {
         let start = Instant::now();
         let deadline = start + model.timeouts.total;
@@ -160,24 +148,26 @@ impl Upstreams {
                 model: model.id.clone(),
                 detail: "no client configured".into(),
             })?;
-        let url = match endpoint {
+        let uri = match endpoint {
             Endpoint::ChatCompletions => mc.chat_url.clone(),
             Endpoint::Completions => mc.completions_url.clone(),
             Endpoint::Embeddings => mc.embeddings_url.clone(),
         };
-        let mut req = mc
-            .client
-            .post(url)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        if let Some(key) = &mc.api_key {
-            req = req.bearer_auth(key);
+        let mut req = http::Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = uri;
+        let headers = req.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+        if let Some(auth) = &mc.authorization {
+            headers.insert(AUTHORIZATION, auth.clone());
         }
         if let Some(tp) = traceparent {
-            req = req.header("traceparent", tp);
+            headers.insert(TRACEPARENT, tp);
         }
         let first_byte = model.timeouts.first_byte.min(model.timeouts.total);
-        let response = match tokio::time::timeout(first_byte, req.send()).await {
+        let response = match tokio::time::timeout(first_byte, mc.client.request(req)).await {
             Err(_) => {
                 return Err(UpstreamError::Timeout {
                     model: model.id.clone(),
@@ -191,9 +181,14 @@ impl Upstreams {
         if status.is_success() {
             return Ok(Exchange { response, deadline });
         }
-        let body = read_limited(&model.id, response, MAX_ERROR_BODY_BYTES, deadline)
-            .await
-            .unwrap_or_default();
+        let body = read_limited(
+            &model.id,
+            response.into_body(),
+            MAX_ERROR_BODY_BYTES,
+            deadline,
+        )
+        .await
+        .unwrap_or_default();
         let message = error_message(&body);
         let model = model.id.clone();
         Err(if status.is_client_error() {
@@ -220,7 +215,7 @@ impl Upstreams {
     ) -> Result<serde_json::Value, UpstreamError> {
         let body = read_limited(
             &model.id,
-            exchange.response,
+            exchange.response.into_body(),
             MAX_RESPONSE_BYTES,
             exchange.deadline,
         )
@@ -232,17 +227,32 @@ impl Upstreams {
     }
 }
 
+/// `Bearer <key>` from the environment variable a model's `api_key_env` names, kept out of debug
+/// output.
+fn authorization(model: &ModelId, var: &str) -> anyhow::Result<HeaderValue> {
+    let key = std::env::var(var).map_err(|_| {
+        anyhow::anyhow!("model `{model}`: environment variable `{var}` (api_key_env) is not set")
+    })?;
+    let mut value = HeaderValue::try_from(format!("Bearer {key}")).map_err(|_| {
+        anyhow::anyhow!("model `{model}`: environment variable `{var}` (api_key_env) is not a valid header value")
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 async fn read_limited(
     model: &ModelId,
-    response: reqwest::Response,
+    mut body: Incoming,
     limit: usize,
     deadline: Instant,
 ) -> Result<Vec<u8>, UpstreamError> {
     let read = async {
         let mut out = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| classify(model, &e))?;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| classify(model, &e))?;
+            let Ok(chunk) = frame.into_data() else {
+                continue; // trailers
+            };
             if out.len() + chunk.len() > limit {
                 return Err(UpstreamError::Protocol {
                     model: model.clone(),
@@ -262,30 +272,35 @@ async fn read_limited(
     }
 }
 
-fn classify(model: &ModelId, e: &reqwest::Error) -> UpstreamError {
-    if e.is_timeout() {
-        return UpstreamError::Timeout {
-            model: model.clone(),
-            what: "could not connect within the connect timeout".into(),
-        };
-    }
+/// Sorts a failed call or body read: a refused or unreachable address is `Connect`, a connection
+/// (TCP and TLS) not made within the model's connect timeout `Timeout`, anything else (a connection cut mid-answer, a
+/// malformed response, a failed TLS handshake) `Protocol`, with the innermost cause as detail.
+fn classify(model: &ModelId, e: &(dyn std::error::Error + 'static)) -> UpstreamError {
+    let connect = e
+        .downcast_ref::<hyper_util::client::legacy::Error>()
+        .is_some_and(hyper_util::client::legacy::Error::is_connect);
     // The innermost cause says what actually happened ("Connection refused", ...).
     let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut timed_out = false;
+    let mut source = e.source();
     while let Some(s) = source {
         detail = s.to_string();
+        timed_out |= s.is::<client::ConnectTimedOut>();
         source = s.source();
     }
-    if e.is_connect() {
-        UpstreamError::Connect {
+    match (connect, timed_out) {
+        (true, true) => UpstreamError::Timeout {
+            model: model.clone(),
+            what: "could not connect within the connect timeout".into(),
+        },
+        (true, false) => UpstreamError::Connect {
             model: model.clone(),
             detail,
-        }
-    } else {
-        UpstreamError::Protocol {
+        },
+        (false, _) => UpstreamError::Protocol {
             model: model.clone(),
             detail,
-        }
+        },
     }
 }
 

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::stream::{BoxStream, Stream, StreamExt};
+use http_body::Body;
+use http_body_util::BodyDataStream;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -62,7 +64,7 @@ pub struct StreamSummary {
 type OnFinish = Box<dyn FnOnce(StreamSummary) + Send>;
 
 struct Relay {
-    upstream: BoxStream<'static, reqwest::Result<Bytes>>,
+    upstream: BoxStream<'static, Result<Bytes, UpstreamError>>,
     opts: RelayOptions,
     buf: Vec<u8>,
     data: String,
@@ -75,13 +77,20 @@ struct Relay {
     on_finish: Option<OnFinish>,
 }
 
-pub fn relay_sse(
-    response: reqwest::Response,
+pub fn relay_sse<B>(
+    body: B,
     opts: RelayOptions,
     on_finish: impl FnOnce(StreamSummary) + Send + 'static,
-) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let model = opts.model.clone();
     let relay = Relay {
-        upstream: response.bytes_stream().boxed(),
+        upstream: BodyDataStream::new(body)
+            .map(move |chunk| chunk.map_err(|e| classify(&model, &e)))
+            .boxed(),
         opts,
         buf: Vec::new(),
         data: String::new(),
@@ -137,10 +146,7 @@ impl Relay {
                     }));
                 }
                 Ok(Some(Ok(bytes))) => self.buf.extend_from_slice(&bytes),
-                Ok(Some(Err(e))) => {
-                    let e = classify(&self.opts.model, &e);
-                    return Some(self.fail(e));
-                }
+                Ok(Some(Err(e))) => return Some(self.fail(e)),
                 Ok(None) => return self.upstream_ended(),
             }
         }
@@ -333,13 +339,19 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    fn response(chunks: Vec<&'static str>) -> reqwest::Response {
-        let stream = futures_util::stream::iter(
+    /// An upstream body made of `chunks`.
+    fn response(chunks: Vec<&'static str>) -> impl Body<Data = Bytes, Error = std::io::Error> {
+        body(futures_util::stream::iter(
             chunks
                 .into_iter()
-                .map(|c| Ok::<_, std::io::Error>(Bytes::from_static(c.as_bytes()))),
-        );
-        reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)))
+                .map(|c| Ok(Bytes::from_static(c.as_bytes()))),
+        ))
+    }
+
+    fn body(
+        chunks: impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    ) -> impl Body<Data = Bytes, Error = std::io::Error> {
+        http_body_util::StreamBody::new(chunks.map(|c| c.map(http_body::Frame::data)))
     }
 
     fn opts(wants_usage: bool) -> RelayOptions {
@@ -488,7 +500,7 @@ mod tests {
             CHUNK.as_bytes(),
         ))])
         .chain(futures_util::stream::pending());
-        let resp = reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)));
+        let resp = body(stream);
         let mut o = opts(false);
         o.idle_timeout = Duration::from_secs(1);
         let out: Vec<_> = relay_sse(resp, o, |_| {}).collect().await;
