@@ -53,53 +53,10 @@ impl ChatRequest {
             check_message(i, m)?;
         }
         let (stream, wants_usage) = stream_flags(&body)?;
-        for name in [
-            "temperature",
-            "top_p",
-            "presence_penalty",
-            "frequency_penalty",
-        ] {
-            optional_number(&body, name)?;
-        }
-        for name in ["max_tokens", "max_completion_tokens", "n"] {
-            optional_integer(&body, name)?;
-        }
-        // `seed` is any 64-bit integer in the convention (clients send -1 for "random").
-        if let Some(v) = body.get("seed")
-            && !(v.is_null() || v.is_i64() || v.is_u64())
-        {
-            return Err(ApiError::invalid(
-                "seed",
-                "Invalid type for 'seed': expected an integer.",
-            ));
-        }
-        if let Some(v) = body.get("stop")
-            && !(v.is_null()
-                || v.is_string()
-                || v.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
-        {
-            return Err(ApiError::invalid(
-                "stop",
-                "Invalid type for 'stop': expected a string or an array of strings.",
-            ));
-        }
-        for name in ["tools", "functions"] {
-            if let Some(v) = body.get(name)
-                && !(v.is_null() || v.is_array())
-            {
-                return Err(ApiError::invalid(
-                    name,
-                    format!("Invalid type for '{name}': expected an array."),
-                ));
-            }
-        }
-        if let Some(v) = body.get("user")
-            && !(v.is_null() || v.is_string())
-        {
-            return Err(ApiError::invalid(
-                "user",
-                "Invalid type for 'user': expected a string.",
-            ));
+        // The optional parameters in one pass over the keys the body has: a lookup per known
+        // name hashed each (SipHash), a dozen a request, nearly all for keys that are absent.
+        for (name, v) in &body {
+            chat_parameter(name, v)?;
         }
         Ok(ChatRequest {
             body,
@@ -357,21 +314,56 @@ fn stream_flags(body: &Map<String, Value>) -> Result<(bool, bool), ApiError> {
     Ok((stream, wants_usage))
 }
 
+/// One optional chat parameter's type (`null` is absent); names the chat convention does not
+/// check pass.
+fn chat_parameter(name: &str, v: &Value) -> Result<(), ApiError> {
+    let expected = match name {
+        "temperature" | "top_p" | "presence_penalty" | "frequency_penalty" => {
+            return number(name, v);
+        }
+        "max_tokens" | "max_completion_tokens" | "n" => return integer(name, v),
+        // `seed` is any 64-bit integer in the convention (clients send -1 for "random").
+        "seed" if !(v.is_null() || v.is_i64() || v.is_u64()) => "an integer",
+        "stop"
+            if !(v.is_null()
+                || v.is_string()
+                || v.as_array().is_some_and(|a| a.iter().all(Value::is_string))) =>
+        {
+            "a string or an array of strings"
+        }
+        "tools" | "functions" if !(v.is_null() || v.is_array()) => "an array",
+        "user" if !(v.is_null() || v.is_string()) => "a string",
+        _ => return Ok(()),
+    };
+    Err(ApiError::invalid(
+        name,
+        format!("Invalid type for '{name}': expected {expected}."),
+    ))
+}
+
 fn optional_number(body: &Map<String, Value>, name: &str) -> Result<(), ApiError> {
-    match body.get(name) {
-        None | Some(Value::Null) | Some(Value::Number(_)) => Ok(()),
-        Some(_) => Err(ApiError::invalid(
+    body.get(name).map_or(Ok(()), |v| number(name, v))
+}
+
+fn optional_integer(body: &Map<String, Value>, name: &str) -> Result<(), ApiError> {
+    body.get(name).map_or(Ok(()), |v| integer(name, v))
+}
+
+fn number(name: &str, v: &Value) -> Result<(), ApiError> {
+    match v {
+        Value::Null | Value::Number(_) => Ok(()),
+        _ => Err(ApiError::invalid(
             name,
             format!("Invalid type for '{name}': expected a number."),
         )),
     }
 }
 
-fn optional_integer(body: &Map<String, Value>, name: &str) -> Result<(), ApiError> {
-    match body.get(name) {
-        None | Some(Value::Null) => Ok(()),
-        Some(v) if v.is_u64() => Ok(()),
-        Some(_) => Err(ApiError::invalid(
+fn integer(name: &str, v: &Value) -> Result<(), ApiError> {
+    match v {
+        Value::Null => Ok(()),
+        v if v.is_u64() => Ok(()),
+        _ => Err(ApiError::invalid(
             name,
             format!("Invalid type for '{name}': expected a non-negative integer."),
         )),
@@ -464,6 +456,26 @@ mod tests {
             (
                 json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": "hot"}),
                 "temperature",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 1.5}),
+                "n",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "seed": "1"}),
+                "seed",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "stop": [1]}),
+                "stop",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": {}}),
+                "tools",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "user": 7}),
+                "user",
             ),
         ];
         for (body, param) in cases {
