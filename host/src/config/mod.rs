@@ -330,6 +330,19 @@ hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
     }
 
     #[test]
+    fn a_base_url_with_credentials_is_refused() {
+        let bad = GOOD.replace(
+            "base_url = \"http://127.0.0.1:9000/v1\"",
+            "base_url = \"http://user:secret@127.0.0.1:9000/v1\"",
+        );
+        let text = Config::parse(&bad).unwrap_err().to_string();
+        assert!(
+            text.contains("models[0].base_url") && text.contains("api_key_env"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn reports_every_error_with_its_path() {
         let bad = GOOD
             .replace(

@@ -174,6 +174,14 @@ pub(super) fn validate(
             }
         }
         let base_url = match Url::parse(&m.base_url) {
+            // Credentials in the URL would not be sent: the key goes in `api_key_env`.
+            Ok(u) if !u.username().is_empty() || u.password().is_some() => {
+                err(
+                    format!("{p}.base_url"),
+                    "must not carry credentials (user:password@); set the key with api_key_env",
+                );
+                None
+            }
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
                 Some(with_trailing_slash(u))
             }
