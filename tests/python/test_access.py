@@ -368,6 +368,32 @@ def test_teams_keys_usage_and_budgets_survive_a_restart(sim, keys, tmp_path):
         gw.kill()
 
 
+def test_the_days_token_counts_survive_a_restart(sim, keys, tmp_path):
+    """The day's counters are loaded back at start (team by team, from the usage rows): a key
+    over its tokens-per-day cap stays refused after a restart, another key of the team is not."""
+    config = harness.gateway_config(harness.fleet_models(sim.url), keys["config"])
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            team = new_team(a)
+            capped = new_key(a, team["id"], tpd=10)
+            other = new_key(a, team["id"])
+        with as_key(gw, capped["key"]) as c:
+            assert c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 20}).status_code == 200
+    finally:
+        assert gw.stop() == 0
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with as_key(gw, capped["key"]) as c:
+            r = c.post("/v1/chat/completions", json=CHAT)
+            assert r.status_code == 429, r.text
+            assert r.json()["error"]["code"] == "tokens_per_day_exceeded"
+        with as_key(gw, other["key"]) as c:
+            assert c.post("/v1/chat/completions", json=CHAT).status_code == 200
+    finally:
+        gw.kill()
+
+
 @pytest.mark.skipif(services.BACKEND != "sqlite",
                     reason="holds SQLite's write lock; the wait is the same code on either store")
 @pytest.mark.parametrize("journal", [{"durability": "durable"}, {"enabled": False}], ids=["journal", "no-journal"])

@@ -122,23 +122,46 @@ fn count(v: i64) -> u64 {
 }
 
 pub(super) async fn query<C: GenericClient>(c: &C, f: &UsageFilter) -> StoreResult<Vec<UsageRow>> {
+    // Only the filters given are in the statement: with `($1::TEXT IS NULL OR team_id = $1)` a
+    // prepared statement's generic plan cannot use the team or key index. At most 32 texts.
+    let team = f.team_id.as_ref().map(|t| t.0.as_str());
+    let key = f.key_id.as_ref().map(|k| k.0.as_str());
+    let mut given: Vec<(&str, &(dyn ToSql + Sync))> = Vec::new();
+    if let Some(t) = &team {
+        given.push(("team_id =", t));
+    }
+    if let Some(k) = &key {
+        given.push(("key_id =", k));
+    }
+    if let Some(m) = &f.model {
+        given.push(("model =", m));
+    }
+    if let Some(from) = &f.from {
+        given.push(("at >=", from));
+    }
+    if let Some(to) = &f.to {
+        given.push(("at <", to));
+    }
+    let filtered = if given.is_empty() {
+        String::new()
+    } else {
+        let clauses: Vec<String> = (1..)
+            .zip(&given)
+            .map(|(i, (clause, _))| format!("{clause} ${i}"))
+            .collect();
+        format!("WHERE {}", clauses.join(" AND "))
+    };
+    let args: Vec<&(dyn ToSql + Sync)> = given.into_iter().map(|(_, arg)| arg).collect();
     let rows = super::query(
         c,
-        "SELECT team_id, key_id, model, actor, COUNT(*), SUM(tokens_in)::BIGINT,
-                SUM(tokens_out)::BIGINT, SUM(spend_micros)::BIGINT
-         FROM usage
-         WHERE ($1::TEXT IS NULL OR team_id = $1) AND ($2::TEXT IS NULL OR key_id = $2)
-           AND ($3::TEXT IS NULL OR model = $3) AND ($4::BIGINT IS NULL OR at >= $4)
-           AND ($5::BIGINT IS NULL OR at < $5)
-         GROUP BY team_id, key_id, model, actor
-         ORDER BY key_id, model, actor",
-        &[
-            &f.team_id.as_ref().map(|t| t.0.as_str()),
-            &f.key_id.as_ref().map(|k| k.0.as_str()),
-            &f.model.as_deref(),
-            &f.from,
-            &f.to,
-        ],
+        &format!(
+            "SELECT team_id, key_id, model, actor, COUNT(*), SUM(tokens_in)::BIGINT,
+                    SUM(tokens_out)::BIGINT, SUM(spend_micros)::BIGINT
+             FROM usage {filtered}
+             GROUP BY team_id, key_id, model, actor
+             ORDER BY key_id, model, actor"
+        ),
+        &args,
     )
     .await?;
     rows.iter()
