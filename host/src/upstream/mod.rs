@@ -272,9 +272,10 @@ async fn read_limited(
     }
 }
 
-/// Sorts a failed call or body read: a refused or unreachable address is `Connect`, a connection
-/// (TCP and TLS) not made within the model's connect timeout `Timeout`, anything else (a connection cut mid-answer, a
-/// malformed response, a failed TLS handshake) `Protocol`, with the innermost cause as detail.
+/// Sorts a failed call or body read: a connection that could not be made (refused, unreachable,
+/// a failed TLS handshake) is `Connect`; one not made within the model's connect timeout (TCP and
+/// TLS together) `Timeout`; anything after it (a connection cut mid-answer, a malformed response)
+/// `Protocol`. The innermost cause is the detail.
 fn classify(model: &ModelId, e: &(dyn std::error::Error + 'static)) -> UpstreamError {
     let connect = e
         .downcast_ref::<hyper_util::client::legacy::Error>()
