@@ -42,6 +42,10 @@ FLEET = [
 ]
 
 
+# Every process started, in order (conftest kills a test's own when the test ends).
+STARTED: list["Proc"] = []
+
+
 class Proc:
     """A started `sovereign` process."""
 
@@ -54,6 +58,7 @@ class Proc:
             text=True,
             env={**os.environ, **(env or {})},
         )
+        STARTED.append(self)
         self.keys: dict[str, str] = {}
         # `sovereign demo --tls`: the demo CA's file, and its PEM as read at start (a test may
         # rewrite the file to exercise a reload; clients keep trusting the original).
