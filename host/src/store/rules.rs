@@ -1,8 +1,8 @@
 //! What every back end applies around its SQL, so SQLite and PostgreSQL answer alike: the input
 //! checks (names, config ids, budgets, amounts), new ids (`team_`/`key_`/`wh_`/`cid_` + UUIDv7
 //! hex), a key's state at a given time, the prefix shown for a secret, the column encodings
-//! (string lists as JSON text, unsigned counts in signed 64-bit columns), and a charge's spend
-//! summed per budget counter.
+//! (string lists as JSON text, unsigned counts in signed 64-bit columns), a charge's spend
+//! summed per budget counter, and a usage query's conditions.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use crate::auth::{KEY_PREFIX, generate_secret, hash_secret};
 
 use super::{
     BudgetScope, KeyInfo, KeyState, Micros, NewKey, StoreError, StoreResult, UnixMillis,
-    UsageRecord,
+    UsageFilter, UsageRecord,
 };
 
 /// A new time-ordered id: `prefix` + a UUIDv7 in hex (`team_`, `key_`, `wh_`, `cid_`).
@@ -152,4 +152,41 @@ pub(crate) fn spend_by_scope(batch: &[UsageRecord]) -> StoreResult<BTreeMap<Stri
         }
     }
     Ok(spend)
+}
+
+/// A value a usage query binds: text (team, key, model) or a time.
+pub(crate) enum UsageArg<'a> {
+    Text(&'a String),
+    Time(&'a UnixMillis),
+}
+
+/// The `WHERE` clause of a usage query with only the filters given (empty when none), its
+/// placeholders numbered after `mark` (`?` for SQLite, `$` for PostgreSQL), and the values they
+/// bind in order. A catch-all `(?1 IS NULL OR team_id = ?1)` kept both stores off the team and
+/// key indexes (SQLite scanned the table; PostgreSQL's generic plan likewise). At most 32 texts.
+pub(crate) fn usage_conditions(f: &UsageFilter, mark: char) -> (String, Vec<UsageArg<'_>>) {
+    let given = [
+        (
+            "team_id =",
+            f.team_id.as_ref().map(|t| UsageArg::Text(&t.0)),
+        ),
+        ("key_id =", f.key_id.as_ref().map(|k| UsageArg::Text(&k.0))),
+        ("model =", f.model.as_ref().map(UsageArg::Text)),
+        ("at >=", f.from.as_ref().map(UsageArg::Time)),
+        ("at <", f.to.as_ref().map(UsageArg::Time)),
+    ];
+    let mut clauses = Vec::new();
+    let mut args = Vec::new();
+    for (clause, arg) in given {
+        if let Some(arg) = arg {
+            args.push(arg);
+            clauses.push(format!("{clause} {mark}{}", args.len()));
+        }
+    }
+    let filtered = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", clauses.join(" AND "))
+    };
+    (filtered, args)
 }

@@ -6,7 +6,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use super::execute;
-use crate::store::rules::{check_not_negative, i64_of, spend_by_scope};
+use crate::store::rules::{UsageArg, check_not_negative, i64_of, spend_by_scope, usage_conditions};
 use crate::store::{KeyId, Micros, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 /// A batch of usage rows as the statements' column arrays.
@@ -122,36 +122,16 @@ fn count(v: i64) -> u64 {
 }
 
 pub(super) async fn query<C: GenericClient>(c: &C, f: &UsageFilter) -> StoreResult<Vec<UsageRow>> {
-    // Only the filters given are in the statement: with `($1::TEXT IS NULL OR team_id = $1)` a
-    // prepared statement's generic plan cannot use the team or key index. At most 32 texts.
-    let team = f.team_id.as_ref().map(|t| t.0.as_str());
-    let key = f.key_id.as_ref().map(|k| k.0.as_str());
-    let mut given: Vec<(&str, &(dyn ToSql + Sync))> = Vec::new();
-    if let Some(t) = &team {
-        given.push(("team_id =", t));
-    }
-    if let Some(k) = &key {
-        given.push(("key_id =", k));
-    }
-    if let Some(m) = &f.model {
-        given.push(("model =", m));
-    }
-    if let Some(from) = &f.from {
-        given.push(("at >=", from));
-    }
-    if let Some(to) = &f.to {
-        given.push(("at <", to));
-    }
-    let filtered = if given.is_empty() {
-        String::new()
-    } else {
-        let clauses: Vec<String> = (1..)
-            .zip(&given)
-            .map(|(i, (clause, _))| format!("{clause} ${i}"))
-            .collect();
-        format!("WHERE {}", clauses.join(" AND "))
-    };
-    let args: Vec<&(dyn ToSql + Sync)> = given.into_iter().map(|(_, arg)| arg).collect();
+    let (filtered, args) = usage_conditions(f, '$');
+    let args: Vec<&(dyn ToSql + Sync)> = args
+        .into_iter()
+        .map(|a| -> &(dyn ToSql + Sync) {
+            match a {
+                UsageArg::Text(s) => s,
+                UsageArg::Time(t) => t,
+            }
+        })
+        .collect();
     let rows = super::query(
         c,
         &format!(

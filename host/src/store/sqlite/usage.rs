@@ -3,7 +3,7 @@
 use rusqlite::{Connection, params};
 
 use super::i64_of;
-use crate::store::rules::{check_not_negative, spend_by_scope};
+use crate::store::rules::{UsageArg, check_not_negative, spend_by_scope, usage_conditions};
 use crate::store::{KeyId, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
@@ -73,35 +73,9 @@ pub(super) fn query(conn: &Connection, f: &UsageFilter) -> StoreResult<Vec<Usage
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// The usage query with only the filters given: `(?1 IS NULL OR team_id = ?1)` kept SQLite off
-/// the team and key indexes (EXPLAIN QUERY PLAN: the whole table scanned). At most 32 statement
-/// texts, each prepared once.
+/// The usage query with only the filters given (`rules::usage_conditions`).
 fn statement(f: &UsageFilter) -> (String, Vec<&dyn rusqlite::ToSql>) {
-    let mut given: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
-    if let Some(t) = &f.team_id {
-        given.push(("team_id =", &t.0));
-    }
-    if let Some(k) = &f.key_id {
-        given.push(("key_id =", &k.0));
-    }
-    if let Some(m) = &f.model {
-        given.push(("model =", m));
-    }
-    if let Some(from) = &f.from {
-        given.push(("at >=", from));
-    }
-    if let Some(to) = &f.to {
-        given.push(("at <", to));
-    }
-    let filtered = if given.is_empty() {
-        String::new()
-    } else {
-        let clauses: Vec<String> = (1..)
-            .zip(&given)
-            .map(|(i, (clause, _))| format!("{clause} ?{i}"))
-            .collect();
-        format!("WHERE {}", clauses.join(" AND "))
-    };
+    let (filtered, args) = usage_conditions(f, '?');
     let sql = format!(
         "SELECT team_id, key_id, model, actor, COUNT(*), SUM(tokens_in), SUM(tokens_out),
                 SUM(spend_micros)
@@ -109,7 +83,16 @@ fn statement(f: &UsageFilter) -> (String, Vec<&dyn rusqlite::ToSql>) {
          GROUP BY team_id, key_id, model, actor
          ORDER BY key_id, model, actor"
     );
-    (sql, given.into_iter().map(|(_, arg)| arg).collect())
+    let args = args
+        .into_iter()
+        .map(|a| -> &dyn rusqlite::ToSql {
+            match a {
+                UsageArg::Text(s) => s,
+                UsageArg::Time(t) => t,
+            }
+        })
+        .collect();
+    (sql, args)
 }
 
 #[cfg(test)]
