@@ -41,7 +41,7 @@ def no_process_outlives_its_test():
     """Processes a test (or its function-scoped fixtures) started are killed when it ends, even
     when a failed assertion stopped it before its own kill; session and module fixtures' are
     started before this runs and are left alone. A failed restart test once left a gateway
-    running for hours."""
+    running for an hour and a half."""
     before = len(harness.STARTED)
     yield
     for p in harness.STARTED[before:]:

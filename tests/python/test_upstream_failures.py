@@ -135,7 +135,7 @@ def test_closed_upstream_port_is_502_with_a_clear_message(gateway_factory, keys)
 def test_a_tls_handshake_that_never_ends_is_504_within_the_connect_timeout(gateway_factory, keys):
     """`connect_timeout_ms` bounds the TCP connection and the TLS handshake together: an
     `https` upstream that accepts and then says nothing times out at the connect timeout (1 s
-    here), not at the first-byte timeout (2 s)."""
+    here), not at the first-byte timeout (the default 60 s for this model)."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)  # accepted by the kernel, never answered

@@ -1,8 +1,9 @@
 //! The HTTP client of one model: hyper's pooled HTTP/1.1 client over a TCP connector (no Nagle)
 //! and rustls (the model's own CA bundle and client certificate, or the system's trust store),
-//! the two under the model's connect timeout together. Requests are built by hand in [`super::Upstreams::post`]: a higher
-//! level client (reqwest, used before) parsed the URL twice and ran a redirect layer on every
-//! call, ~6 % of an all-policies request's instructions (bench/README.md).
+//! the two under the model's connect timeout together. Requests are built by hand in
+//! [`super::Upstreams::post`]: a higher level client (reqwest, used before) parsed the URL twice
+//! and ran a redirect layer on every call, ~7 % of an all-policies request's instructions
+//! (bench/README.md, "seventh step").
 
 use std::task::{Context, Poll};
 use std::time::Duration;
