@@ -209,6 +209,11 @@ struct Measured {
     /// CPU per answered request of the target's processes (the peer and its children); none
     /// for the upstream alone.
     target_cpu_us: Option<f64>,
+    /// CPU per answered request of the stub and this client together (the harness).
+    harness_cpu_us: f64,
+    /// The share of all cores nobody used during the measured run: well above zero, the target
+    /// waited (on its disk, on wake-ups) rather than ran out of processor.
+    idle_share: f64,
 }
 
 /// The keys and the stub every target shares.
@@ -478,8 +483,8 @@ async fn measure(
     };
     let ok = rec.ok.max(1) as f64;
     let target_cpu = after.target.saturating_sub(before.target);
-    let ours =
-        target_cpu + after.stub.saturating_sub(before.stub) + after.me.saturating_sub(before.me);
+    let harness = after.stub.saturating_sub(before.stub) + after.me.saturating_sub(before.me);
+    let ours = target_cpu + harness;
     let total = after.total.saturating_sub(before.total).as_secs_f64();
     let busy = after.busy.saturating_sub(before.busy);
     Ok(Measured {
@@ -491,6 +496,12 @@ async fn measure(
         target_cpu_us: running
             .pid()
             .map(|_| (target_cpu.as_secs_f64() * 1e6 / ok).round()),
+        harness_cpu_us: (harness.as_secs_f64() * 1e6 / ok).round(),
+        idle_share: if total > 0.0 {
+            1.0 - busy.as_secs_f64() / total
+        } else {
+            0.0
+        },
         rec,
         probe,
         checks,

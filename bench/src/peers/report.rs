@@ -58,6 +58,11 @@ pub(super) fn table(rows: &[Row], load: (f64, f64)) {
             if let Some(us) = m.target_cpu_us {
                 print!("; {us} µs CPU per request in its processes");
             }
+            print!(
+                "; stub + client {} µs per request; cores idle {:.1}%",
+                m.harness_cpu_us,
+                m.idle_share * 100.0
+            );
             if let Some(e) = &m.rec.first_error {
                 print!("; {} non-200, first: {e}", m.rec.errors);
             }
@@ -105,6 +110,8 @@ pub(super) fn summary(args: &PeersArgs, rows: &[Row], load: (f64, f64)) -> Value
                 "checks": m.checks,
                 "cpu_us_per_request": m.target_cpu_us,
                 "others_cpu_share": round3(m.others_share),
+                "harness_cpu_us_per_request": m.harness_cpu_us,
+                "idle_share": round3(m.idle_share),
             }),
             Err(e) => {
                 json!({"target": row.which.name(), "version": row.which.version(), "error": e})
