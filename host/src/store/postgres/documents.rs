@@ -11,7 +11,7 @@ use deadpool_postgres::{GenericClient, Object};
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
-use super::{execute, is, lock_team, query, query_opt};
+use super::{Filters, execute, is, lock_team, query, query_opt};
 use crate::store::documents::{
     ChunkVector, DocumentFilter, DocumentRecord, FileRecord, FileWithData, Inserted, NewDocument,
     NewFile, StoredChunk, VectorStoreRecord,
@@ -235,19 +235,21 @@ pub(super) async fn list<C: GenericClient>(
     f: &DocumentFilter,
 ) -> StoreResult<Vec<DocumentRecord>> {
     // Ids are UUIDv7 and compared as bytes (`COLLATE "C"`): ordering by id is by creation.
-    query(
-        c,
-        &format!(
-            "{SELECT_DOCUMENT} WHERE team_id = $1
-             AND ($2::TEXT IS NULL OR collection = $2) AND ($3::TEXT IS NULL OR id < $3)
-             ORDER BY id DESC LIMIT $4"
-        ),
-        &[&f.team_id.0, &f.collection, &f.after, &i64::from(f.limit)],
-    )
-    .await?
-    .iter()
-    .map(document_row)
-    .collect()
+    let limit = i64::from(f.limit);
+    let mut w = Filters::default();
+    w.given("team_id =", Some(&f.team_id.0));
+    w.given("collection =", f.collection.as_ref());
+    w.given("id <", f.after.as_ref());
+    let sql = format!(
+        "{SELECT_DOCUMENT} {} ORDER BY id DESC LIMIT {}",
+        w.where_clause(),
+        w.bind(&limit)
+    );
+    query(c, &sql, &w.params)
+        .await?
+        .iter()
+        .map(document_row)
+        .collect()
 }
 
 pub(super) async fn all<C: GenericClient>(c: &C) -> StoreResult<Vec<DocumentRecord>> {

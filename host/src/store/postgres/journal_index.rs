@@ -4,7 +4,7 @@ use deadpool_postgres::GenericClient;
 
 use tokio_postgres::error::SqlState;
 
-use super::{Params, execute, query, query_one};
+use super::{Filters, Params, execute, query, query_one};
 use crate::store::{JournalRow, JournalScan, StoreError, StoreResult};
 
 pub(super) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreResult<()> {
@@ -51,33 +51,28 @@ pub(super) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<
 }
 
 pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResult<Vec<JournalRow>> {
-    let (after_ts, after_replica, after_seq) = s
-        .after
-        .clone()
-        .map_or((None, None, None), |(t, r, q)| (Some(t), Some(r), Some(q)));
     let limit = i64::from(s.limit.max(1));
-    let rows = query(
-        c,
-        "SELECT replica, seq, timestamp, team_id, line FROM journal_entries
-         WHERE ($1::text IS NULL OR (timestamp, replica, seq) > ($1, $2, $3))
-           AND ($4::text IS NULL OR team_id = $4)
-           AND ($5::text IS NULL OR replica = $5)
-           AND ($6::text IS NULL OR timestamp >= $6)
-           AND ($7::text IS NULL OR timestamp < $7)
-         ORDER BY timestamp, replica, seq
-         LIMIT $8",
-        &[
-            &after_ts,
-            &after_replica,
-            &after_seq,
-            &s.team_id,
-            &s.replica,
-            &s.from,
-            &s.to,
-            &limit,
-        ],
-    )
-    .await?;
+    let mut f = Filters::default();
+    if let Some((ts, replica, seq)) = &s.after {
+        let after = format!(
+            "(timestamp, replica, seq) > ({}, {}, {})",
+            f.bind(ts),
+            f.bind(replica),
+            f.bind(seq)
+        );
+        f.clauses.push(after);
+    }
+    f.given("team_id =", s.team_id.as_ref());
+    f.given("replica =", s.replica.as_ref());
+    f.given("timestamp >=", s.from.as_ref());
+    f.given("timestamp <", s.to.as_ref());
+    let sql = format!(
+        "SELECT replica, seq, timestamp, team_id, line FROM journal_entries {}
+         ORDER BY timestamp, replica, seq LIMIT {}",
+        f.where_clause(),
+        f.bind(&limit)
+    );
+    let rows = query(c, &sql, &f.params).await?;
     rows.iter().map(row).collect()
 }
 

@@ -6,7 +6,7 @@
 use deadpool_postgres::{GenericClient, Object};
 use tokio_postgres::Row;
 
-use super::{execute, lock_team, query, query_opt};
+use super::{Filters, execute, lock_team, query, query_opt};
 use crate::store::rules::{
     check_key, check_not_negative, from_json, key_state, new_id, new_secret, opt_i64_of, to_json,
 };
@@ -107,15 +107,14 @@ pub(super) async fn list<C: GenericClient>(
     now: UnixMillis,
     team: Option<&TeamId>,
 ) -> StoreResult<Vec<KeyInfo>> {
-    query(
-        c,
-        &format!("{SELECT} WHERE ($1::TEXT IS NULL OR k.team_id = $1) ORDER BY k.created_at, k.id"),
-        &[&team.map(|t| t.0.as_str())],
-    )
-    .await?
-    .iter()
-    .map(|r| row(r, now))
-    .collect()
+    let mut w = Filters::default();
+    w.given("k.team_id =", team.map(|t| &t.0));
+    let sql = format!("{SELECT} {} ORDER BY k.created_at, k.id", w.where_clause());
+    query(c, &sql, &w.params)
+        .await?
+        .iter()
+        .map(|r| row(r, now))
+        .collect()
 }
 
 /// Inserts a key whose secret the store never saw (only its hash) and its budget row, inside

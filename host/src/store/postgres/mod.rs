@@ -49,6 +49,8 @@ use super::{
     UsageRecord, UsageRow, responses::StoredResponse,
 };
 
+/// Session options of every connection: one plan per prepared statement (`connect`).
+const PLAN_ONCE: &str = "-c plan_cache_mode=force_generic_plan";
 /// How long opening one connection may take (unless the URL sets `connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a call waits for a free connection before failing with [`StoreError::Pool`].
@@ -99,6 +101,14 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("sovereign");
         }
+        // Every statement is planned once per connection, not per execution: the batch writes
+        // (`unnest` over arrays) were re-planned on every call because PostgreSQL estimated a
+        // generic plan over 100 rows dearer than a custom one over the batch's real size — a
+        // quarter of the server's CPU under load (bench/README.md, issue 17). Statements that
+        // filter take only the filters given, so one plan fits each. Options in the URL come after
+        // this one and win.
+        let options = session_options(config.get_options());
+        config.options(options);
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -183,6 +193,48 @@ fn is(e: &StoreError, code: &SqlState) -> bool {
 // once prepared), on a pooled connection or inside a transaction alike.
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// [`PLAN_ONCE`], then the URL's own options (later settings win).
+fn session_options(theirs: Option<&str>) -> String {
+    match theirs {
+        Some(theirs) => format!("{PLAN_ONCE} {theirs}"),
+        None => PLAN_ONCE.to_string(),
+    }
+}
+
+/// A listing's conditions, only those given: connections plan each statement once
+/// ([`PLAN_ONCE`]), and one plan of a catch-all `($2 IS NULL OR state = $2)` could not use the
+/// index a given filter needs. The texts are few (each filter there or not) and prepared once.
+#[derive(Default)]
+struct Filters<'a> {
+    clauses: Vec<String>,
+    params: Vec<&'a (dyn ToSql + Sync)>,
+}
+
+impl<'a> Filters<'a> {
+    /// The placeholder of a new parameter.
+    fn bind(&mut self, value: &'a (dyn ToSql + Sync)) -> String {
+        self.params.push(value);
+        format!("${}", self.params.len())
+    }
+
+    /// `condition` (`"team_id ="`) against the value, when one is given.
+    fn given<T: ToSql + Sync>(&mut self, condition: &str, value: Option<&'a T>) {
+        if let Some(v) = value {
+            let placeholder = self.bind(v);
+            self.clauses.push(format!("{condition} {placeholder}"));
+        }
+    }
+
+    /// `WHERE …` (empty without conditions).
+    fn where_clause(&self) -> String {
+        if self.clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", self.clauses.join(" AND "))
+        }
+    }
+}
 
 async fn query<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<Vec<Row>> {
     let st = c.prepare_cached(sql).await?;
@@ -602,5 +654,35 @@ impl DocumentStore for PgStore {
         self.run(
             move |mut c, _| async move { documents::delete_vector_store(&mut c, &team, &id).await },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_plan_once_unless_the_url_says_otherwise() {
+        assert_eq!(session_options(None), PLAN_ONCE);
+        let url: tokio_postgres::Config = "postgres://u@h/db?options=-c%20plan_cache_mode%3Dauto"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            session_options(url.get_options()),
+            "-c plan_cache_mode=force_generic_plan -c plan_cache_mode=auto"
+        );
+    }
+
+    #[test]
+    fn filters_hold_only_what_is_given() {
+        let (team, state, limit) = ("t".to_string(), None::<String>, 5_i64);
+        let mut f = Filters::default();
+        assert_eq!(f.where_clause(), "");
+        f.given("team_id =", Some(&team));
+        f.given("state =", state.as_ref());
+        f.given("seq <", Some(&limit));
+        assert_eq!(f.where_clause(), "WHERE team_id = $1 AND seq < $2");
+        assert_eq!(f.bind(&limit), "$3");
+        assert_eq!(f.params.len(), 3);
     }
 }

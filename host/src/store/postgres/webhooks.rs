@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use deadpool_postgres::{GenericClient, Object};
 use tokio_postgres::Row;
 
-use super::{execute, query, query_one, query_opt};
+use super::{Filters, execute, query, query_one, query_opt};
 use crate::store::rules::{from_json, new_id, to_json};
 use crate::store::webhooks::{
     Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, NewWebhook,
@@ -277,24 +277,24 @@ pub(super) async fn list_deliveries<C: GenericClient>(
     webhook_id: &str,
     filter: &DeliveryFilter,
 ) -> StoreResult<Vec<Delivery>> {
-    let mut out: Vec<Delivery> = query(
-        c,
-        &format!(
-            "{SELECT_DELIVERY} WHERE webhook_id = $1 AND ($2::TEXT IS NULL OR state = $2)
-                 AND ($3::BIGINT IS NULL OR seq < $3)
-             ORDER BY seq DESC LIMIT $4"
-        ),
-        &[
-            &webhook_id,
-            &filter.state.map(DeliveryState::as_str),
-            &filter.before_seq,
-            &i64::from(filter.limit),
-        ],
-    )
-    .await?
-    .iter()
-    .map(delivery_row)
-    .collect::<StoreResult<_>>()?;
+    let (state, limit) = (
+        filter.state.map(DeliveryState::as_str),
+        i64::from(filter.limit),
+    );
+    let mut w = Filters::default();
+    w.given("webhook_id =", Some(&webhook_id));
+    w.given("state =", state.as_ref());
+    w.given("seq <", filter.before_seq.as_ref());
+    let sql = format!(
+        "{SELECT_DELIVERY} {} ORDER BY seq DESC LIMIT {}",
+        w.where_clause(),
+        w.bind(&limit)
+    );
+    let mut out: Vec<Delivery> = query(c, &sql, &w.params)
+        .await?
+        .iter()
+        .map(delivery_row)
+        .collect::<StoreResult<_>>()?;
     let seqs: Vec<i64> = out.iter().map(|d| d.seq).collect();
     let attempts = query(
         c,
