@@ -103,10 +103,13 @@ return 0
 /// bits. Prepended to `SETTLE` (which applies `crossed` to the counters it carries through a
 /// batch), `LOAD` and `SET_LIMIT`.
 const REACHED: &str = r"
+local percents = {}
 local function crossed(spent, limit, first)
   local now = 0
   for j = first, #ARGV do
-    if spent * 100 >= limit * tonumber(ARGV[j]) then now = bit.bor(now, bit.lshift(1, j - first)) end
+    local p = percents[j]
+    if p == nil then p = tonumber(ARGV[j]); percents[j] = p end
+    if spent * 100 >= limit * p then now = bit.bor(now, bit.lshift(1, j - first)) end
   end
   return now
 end
@@ -124,9 +127,10 @@ end
 /// scopes, KEYS[6i+3..6i+4] their lease hashes and KEYS[6i+5..6i+6] their token counters of the
 /// day; ARGV: replica, n, the counters' expiry (s), then (team's reserved, key's reserved,
 /// actual, tokens) per settlement, then the thresholds. The reserved amounts leave the replica's
-/// lease (unless it expired meanwhile), `actual` joins `spent`. Per scope, in order, {spent,
-/// limit (-1: none), newly reached bits}; a scope not loaded (Redis lost it) is {-1, -1, 0}: its
-/// durable charge still reaches the store, and the next load starts from there.
+/// lease (unless it expired meanwhile), `actual` joins `spent`. The answer is flat, three integers
+/// per scope in order: spent, limit (-1: none), newly reached bits (nested tables cost Redis more
+/// to build and encode, as in `shared::admission`); a scope not loaded (Redis lost it) is
+/// -1, -1, 0: its durable charge still reaches the store, and the next load starts from there.
 ///
 /// A batch's settlements mostly share their scopes (a team's keys, a key's requests), so each
 /// distinct hash and counter is read once, the settlements applied to it in order in Lua (each
@@ -137,7 +141,7 @@ local me, n, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local first = 4 + 4 * n
 local scopes, leases, tokens = {}, {}, {}
 local scope_keys, lease_keys, token_keys = {}, {}, {}
-local out = {}
+local out, o = {}, 0
 for i = 0, n - 1 do
   local actual, added = tonumber(ARGV[6 + 4 * i]), tonumber(ARGV[7 + 4 * i])
   for j = 1, 2 do
@@ -167,10 +171,11 @@ for i = 0, n - 1 do
         newly = bit.band(now, bit.bnot(s.fired))
         s.fired = bit.bor(s.fired, now)
       end
-      out[#out + 1] = {s.spent, s.limit or -1, newly}
+      out[o + 1], out[o + 2], out[o + 3] = s.spent, s.limit or -1, newly
     else
-      out[#out + 1] = {-1, -1, 0}
+      out[o + 1], out[o + 2], out[o + 3] = -1, -1, 0
     end
+    o = o + 3
   end
   for j = 5, 6 do
     local c = KEYS[6 * i + j]
@@ -425,13 +430,19 @@ impl RedisShared {
             inv.arg(*t);
         }
         let mut conn = self.conn.clone();
-        let out: Vec<(i64, i64, i64)> = self.call(inv.invoke_async(&mut conn)).await?;
+        let out: Vec<i64> = self.call(inv.invoke_async(&mut conn)).await?;
+        if !out.len().is_multiple_of(3) {
+            return Err(SharedError(format!(
+                "settle script answered {} integers, not triples",
+                out.len()
+            )));
+        }
         Ok(out
-            .into_iter()
-            .map(|(spent, limit, newly)| Settled {
-                spent,
-                limit: (limit >= 0).then_some(limit),
-                newly: u64::try_from(newly).unwrap_or(0),
+            .chunks_exact(3)
+            .map(|t| Settled {
+                spent: t[0],
+                limit: (t[1] >= 0).then_some(t[1]),
+                newly: u64::try_from(t[2]).unwrap_or(0),
             })
             .collect())
     }

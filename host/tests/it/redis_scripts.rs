@@ -194,6 +194,12 @@ async fn admissions_sent_at_once_are_exact_per_rate_key() {
         .await
         .unwrap();
     assert!(d.unwrap().retry_after.is_some());
+    // Without a rate, only the counts; with neither, nothing.
+    assert_eq!(
+        shared.admit(None, tokens()).await.unwrap(),
+        (None, Some([42, 42]))
+    );
+    assert_eq!(shared.admit(None, None).await.unwrap(), (None, None));
 }
 
 #[tokio::test]
