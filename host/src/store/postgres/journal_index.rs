@@ -60,7 +60,7 @@ pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResul
             f.bind(replica),
             f.bind(seq)
         );
-        f.clauses.push(after);
+        f.and(after);
     }
     f.given("team_id =", s.team_id.as_ref());
     f.given("replica =", s.replica.as_ref());

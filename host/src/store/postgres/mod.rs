@@ -20,6 +20,7 @@ mod keys;
 pub(crate) mod migrations;
 mod policies;
 mod responses;
+mod statements;
 mod teams;
 mod usage;
 mod webhooks;
@@ -32,10 +33,9 @@ use deadpool_postgres::{
     GenericClient, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
 };
 use futures_util::future::BoxFuture;
+use tokio_postgres::NoTls;
 use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
 
 use super::documents::{
     ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
@@ -48,6 +48,7 @@ use super::{
     Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, UnixMillis, UsageFilter,
     UsageRecord, UsageRow, responses::StoredResponse,
 };
+use statements::{Filters, Params, execute, query, query_one, query_opt};
 
 /// Session options of every connection: one plan per prepared statement (`connect`).
 const PLAN_ONCE: &str = "-c plan_cache_mode=force_generic_plan";
@@ -189,75 +190,12 @@ fn is(e: &StoreError, code: &SqlState) -> bool {
     matches!(e, StoreError::Postgres(p) if p.code() == Some(code))
 }
 
-// Statements through the connection's cache of prepared statements (one round trip per call
-// once prepared), on a pooled connection or inside a transaction alike.
-
-type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
-
 /// [`PLAN_ONCE`], then the URL's own options (later settings win).
 fn session_options(theirs: Option<&str>) -> String {
     match theirs {
         Some(theirs) => format!("{PLAN_ONCE} {theirs}"),
         None => PLAN_ONCE.to_string(),
     }
-}
-
-/// A listing's conditions, only those given: connections plan each statement once
-/// ([`PLAN_ONCE`]), and one plan of a catch-all `($2 IS NULL OR state = $2)` could not use the
-/// index a given filter needs. The texts are few (each filter there or not) and prepared once.
-#[derive(Default)]
-struct Filters<'a> {
-    clauses: Vec<String>,
-    params: Vec<&'a (dyn ToSql + Sync)>,
-}
-
-impl<'a> Filters<'a> {
-    /// The placeholder of a new parameter.
-    fn bind(&mut self, value: &'a (dyn ToSql + Sync)) -> String {
-        self.params.push(value);
-        format!("${}", self.params.len())
-    }
-
-    /// `condition` (`"team_id ="`) against the value, when one is given.
-    fn given<T: ToSql + Sync>(&mut self, condition: &str, value: Option<&'a T>) {
-        if let Some(v) = value {
-            let placeholder = self.bind(v);
-            self.clauses.push(format!("{condition} {placeholder}"));
-        }
-    }
-
-    /// `WHERE …` (empty without conditions).
-    fn where_clause(&self) -> String {
-        if self.clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", self.clauses.join(" AND "))
-        }
-    }
-}
-
-async fn query<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<Vec<Row>> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.query(&st, params).await?)
-}
-
-async fn query_opt<C: GenericClient>(
-    c: &C,
-    sql: &str,
-    params: Params<'_>,
-) -> StoreResult<Option<Row>> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.query_opt(&st, params).await?)
-}
-
-async fn query_one<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<Row> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.query_one(&st, params).await?)
-}
-
-async fn execute<C: GenericClient>(c: &C, sql: &str, params: Params<'_>) -> StoreResult<u64> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.execute(&st, params).await?)
 }
 
 /// Whether the team exists (and, inside a transaction, cannot be deleted before it ends: the
@@ -671,18 +609,5 @@ mod tests {
             session_options(url.get_options()),
             "-c plan_cache_mode=force_generic_plan -c plan_cache_mode=auto"
         );
-    }
-
-    #[test]
-    fn filters_hold_only_what_is_given() {
-        let (team, state, limit) = ("t".to_string(), None::<String>, 5_i64);
-        let mut f = Filters::default();
-        assert_eq!(f.where_clause(), "");
-        f.given("team_id =", Some(&team));
-        f.given("state =", state.as_ref());
-        f.given("seq <", Some(&limit));
-        assert_eq!(f.where_clause(), "WHERE team_id = $1 AND seq < $2");
-        assert_eq!(f.bind(&limit), "$3");
-        assert_eq!(f.params.len(), 3);
     }
 }
