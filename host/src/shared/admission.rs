@@ -22,8 +22,8 @@ const ANSWER_LEN: usize = 6;
 /// key's and team's token counters of the day, ARGV[2+4i..5+4i]: take from the rate (1/0),
 /// interval (µs per request), burst, read the counters (1/0). The answer is flat, six integers
 /// per admission: the GCRA answer {admitted 0/1, remaining, reset_after µs, retry_after µs} or
-/// {-1, 0, 0, 0}, then {key tokens, team tokens} or {-1, 0}. Nested tables cost Redis ~40 % more
-/// per admission to build and encode (bench/README.md). A rate key's stored value is its
+/// {-1, 0, 0, 0}, then {key tokens, team tokens} or {-1, 0}: a nested table per admission took
+/// Redis 36–76 % longer per call to build and encode (bench/README.md). A rate key's stored value is its
 /// theoretical arrival time, expiring when the burst is whole again, so idle limits cost no
 /// memory.
 const ADMIT: &str = r"
