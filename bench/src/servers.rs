@@ -186,14 +186,27 @@ pub fn gateway_config(sim_url: &str, key_hash: &str, routing: Option<&str>) -> S
 /// CPU time (user + system) a process has used so far, from `/proc/PID/stat`. Linux only; `None`
 /// elsewhere. Assumes the usual 100 clock ticks per second (`getconf CLK_TCK`).
 pub fn cpu_time(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // utime and stime: fields 14 and 15.
+    stat_ticks(&format!("/proc/{pid}/stat"), 14)
+}
+
+/// CPU time (user + system) of this process's children that have exited and been waited for,
+/// as [`cpu_time`] counts it.
+pub fn waited_children_cpu_time() -> Option<Duration> {
+    // cutime and cstime: fields 16 and 17.
+    stat_ticks("/proc/self/stat", 16)
+}
+
+/// The sum of fields `first` and `first + 1` (1-based, as proc(5) numbers them) of a stat file,
+/// clock ticks as a duration.
+fn stat_ticks(path: &str, first: usize) -> Option<Duration> {
+    let stat = std::fs::read_to_string(path).ok()?;
     // The command name (field 2) may contain spaces; fields after it start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state); utime and stime are fields 14 and 15.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(Duration::from_millis((utime + stime) * 10))
+    let mut fields = rest.split_whitespace().skip(first - 3);
+    let a: u64 = fields.next()?.parse().ok()?;
+    let b: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((a + b) * 10))
 }
 
 /// Machine-wide CPU time so far, from the first line of `/proc/stat`: (busy, total), all cores

@@ -54,6 +54,21 @@ pub fn serve(listen: SocketAddr) -> anyhow::Result<()> {
     })
 }
 
+/// The stub's whole (not streamed) answer for `model`; the peers bench's nginx upstream serves
+/// the same text.
+pub fn chat_completion(model: &str) -> Value {
+    json!({
+        "id": "stub-1", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": TOKENS.concat()},
+                     "finish_reason": "stop", "logprobs": null}],
+        "usage": usage(),
+    })
+}
+
+fn usage() -> Value {
+    json!({"prompt_tokens": 2, "completion_tokens": TOKENS.len(), "total_tokens": 2 + TOKENS.len()})
+}
+
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
@@ -64,7 +79,7 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("stub");
-    let usage = json!({"prompt_tokens": 2, "completion_tokens": TOKENS.len(), "total_tokens": 2 + TOKENS.len()});
+    let usage = usage();
     let (content_type, bytes) = if request.get("stream") == Some(&Value::Bool(true)) {
         let chunk = |delta: Value, finish: Option<&str>| {
             json!({"id": "stub-1", "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -88,13 +103,10 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         text.push_str("data: [DONE]\n\n");
         ("text/event-stream", Bytes::from(text))
     } else {
-        let answer = json!({
-            "id": "stub-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": TOKENS.concat()},
-                         "finish_reason": "stop", "logprobs": null}],
-            "usage": usage,
-        });
-        ("application/json", Bytes::from(answer.to_string()))
+        (
+            "application/json",
+            Bytes::from(chat_completion(model).to_string()),
+        )
     };
     let mut response = Response::new(Full::new(bytes));
     *response.status_mut() = StatusCode::OK;

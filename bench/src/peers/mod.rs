@@ -1,6 +1,8 @@
 //! `sovereign-bench peers`: the gateway against its peers, LiteLLM's proxy and Portkey's gateway
-//! (issue 19), under the same closed-loop load (`--connections` workers, default 16) on the same
-//! fast upstream (the bench's stub), one target at a time, each running only during its turn:
+//! (issue 19), under the same closed-loop load (`--connections` workers, default 16: the bench's
+//! client, or wrk with `--load wrk`) on the same fast upstream (the bench's stub, or nginx with
+//! `--upstream nginx`: the issue's own harness), one target at a time, each running only during
+//! its turn:
 //!
 //! 1. the upstream alone (direct);
 //! 2. Sovereign with every policy on: the key, request rates and tokens per day on its team's
@@ -18,8 +20,10 @@
 //! p50, p99, Sovereign's req/s over each row's), then one JSON line. See bench/README.md, "Peers".
 
 mod install;
+mod nginx;
 mod probe;
 mod report;
+mod wrk;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,8 +34,8 @@ use clap::ValueEnum;
 use serde_json::{Value, json};
 
 use crate::load::{self, HttpClient, Recorder, Target};
-use crate::ms;
 use crate::servers::{self, Server};
+use crate::{ms, stub};
 
 /// The model every request names (what the demo router picks for "hi"); Sovereign with all
 /// policies gets `auto-router` instead.
@@ -58,6 +62,24 @@ const IP_LIMITED: &str = "[access]\nip_requests_per_minute = 100000000\nip_burst
 pub enum Pools {
     Fresh,
     Warm,
+}
+
+/// The one upstream every target ends at (`--upstream`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpstreamKind {
+    /// The bench's own stub (plain hyper).
+    Stub,
+    /// nginx answering a static chat completion, as the issue measured (`nginx.rs`).
+    Nginx,
+}
+
+/// What sends the requests (`--load`).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadKind {
+    /// The bench's closed loop (hyper client, `--client-threads` tokio workers).
+    Client,
+    /// wrk, as the issue measured (`wrk -t<client-threads> -c<connections>`; `wrk.rs`).
+    Wrk,
 }
 
 #[derive(clap::Args, Debug)]
@@ -87,12 +109,22 @@ pub struct PeersArgs {
     /// Peers neither installed nor measured, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',')]
     skip: Vec<PeerName>,
+    /// The upstream every target ends at: the bench's stub, or nginx (Debian's package)
+    /// answering a static chat completion, the issue's harness.
+    #[arg(long, value_enum, default_value_t = UpstreamKind::Stub)]
+    upstream: UpstreamKind,
+    /// What sends the load: the bench's own closed loop, or wrk (Debian's package), the issue's
+    /// harness (whole seconds of `--duration` and `--warmup`).
+    #[arg(long, value_enum, default_value_t = LoadKind::Client)]
+    load: LoadKind,
     /// With all policies on: the built-in router's and guardrail's instances reused from a warm
-    /// pool (their default) or fresh per call (`pool = "fresh"` in `[routing]` and `[guardrail]`).
-    #[arg(long, value_enum, default_value_t = Pools::Warm)]
-    pools: Pools,
+    /// pool or fresh per call (`pool = …` in `[routing]` and `[guardrail]`). Not given: no
+    /// `pool` line, the gateway's own default (warm since it has one; an older build that has
+    /// no such setting then starts too).
+    #[arg(long, value_enum)]
+    pools: Option<Pools>,
     /// With all policies on: the journal's `preallocate_bytes` (zeroed room ahead of the writer;
-    /// 0, the default, as shipped: each batch appends).
+    /// 0, the default, as shipped: each batch appends, and no line is written).
     #[arg(long, default_value_t = 0)]
     journal_preallocate: u64,
     /// Keep the temporary directory (configs, logs) after a run without failed rows too.
@@ -196,8 +228,32 @@ struct Row {
     outcome: Result<Measured, String>,
 }
 
+/// A measured run's figures, from the bench's closed loop or from wrk.
+struct Tally {
+    ok: u64,
+    errors: u64,
+    first_error: Option<String>,
+    rps: f64,
+    /// Service time in the closed loop, ms.
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+impl From<&Recorder> for Tally {
+    fn from(r: &Recorder) -> Tally {
+        Tally {
+            ok: r.ok,
+            errors: r.errors,
+            first_error: r.first_error.clone(),
+            rps: r.throughput(),
+            p50_ms: ms(&r.service, 0.5),
+            p99_ms: ms(&r.service, 0.99),
+        }
+    }
+}
+
 struct Measured {
-    rec: Recorder,
+    tally: Tally,
     /// What the first request showed (model, route policy).
     probe: String,
     /// Checks made on the target beyond the load (Sovereign with all policies: the guardrail
@@ -209,19 +265,49 @@ struct Measured {
     /// CPU per answered request of the target's processes (the peer and its children); none
     /// for the upstream alone.
     target_cpu_us: Option<f64>,
-    /// CPU per answered request of the stub and this client together (the harness).
+    /// CPU per answered request of the upstream and the load generator together (the harness:
+    /// the stub or nginx, this client or wrk).
     harness_cpu_us: f64,
     /// The share of all cores nobody used during the measured run: well above zero, the target
     /// waited (on its disk, on wake-ups) rather than ran out of processor.
     idle_share: f64,
 }
 
-/// The keys and the stub every target shares.
+/// The upstream process every target ends at.
+enum Upstream {
+    Stub(Server),
+    Nginx(nginx::Nginx),
+}
+
+impl Upstream {
+    fn url(&self) -> &str {
+        match self {
+            Upstream::Stub(s) => &s.url,
+            Upstream::Nginx(n) => &n.url,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        match self {
+            Upstream::Stub(s) => s.pid(),
+            Upstream::Nginx(n) => n.pid(),
+        }
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Upstream::Stub(_) => "bench stub",
+            Upstream::Nginx(_) => "nginx",
+        }
+    }
+}
+
+/// The keys and the upstream every target shares.
 struct Shared<'a> {
     args: &'a PeersArgs,
     cache: PathBuf,
     dir: PathBuf,
-    stub: Server,
+    stub: Upstream,
     secret: String,
     hash: String,
     admin_secret: String,
@@ -238,13 +324,19 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
     let routing = dir.join("routing.yaml");
     std::fs::write(&routing, sovereign::demo::DEMO_ROUTING)
         .with_context(|| format!("writing {}", routing.display()))?;
-    let stub = Server::start(
-        "stub upstream",
-        &std::env::current_exe().context("locating sovereign-bench itself")?,
-        &["--stub-listen", "127.0.0.1:0"],
-        dir.join("stub.log"),
-        &args.server_log,
-    )?;
+    let stub = match args.upstream {
+        UpstreamKind::Stub => Upstream::Stub(Server::start(
+            "stub upstream",
+            &std::env::current_exe().context("locating sovereign-bench itself")?,
+            &["--stub-listen", "127.0.0.1:0"],
+            dir.join("stub.log"),
+            &args.server_log,
+        )?),
+        UpstreamKind::Nginx => Upstream::Nginx(nginx::Nginx::start(
+            &dir,
+            &stub::chat_completion(MODEL).to_string(),
+        )?),
+    };
     let (secret, hash) = servers::keygen(&args.bin)?;
     let (admin_secret, admin_hash) = servers::keygen(&args.bin)?;
     let shared = Shared {
@@ -258,13 +350,18 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
         admin_hash,
     };
     println!(
-        "sovereign-bench peers: closed loop, {} connections, {} s measured per target after {} s \
-         warm-up, {} client thread(s), upstream: the bench stub at {}; peers cached in {}",
+        "sovereign-bench peers: closed loop ({}), {} connections, {} s measured per target after \
+         {} s warm-up, {} client thread(s), upstream: {} at {}; peers cached in {}",
+        match args.load {
+            LoadKind::Client => "the bench's client",
+            LoadKind::Wrk => "wrk",
+        },
         args.connections,
         args.duration,
         args.warmup,
         args.client_threads,
-        shared.stub.url,
+        shared.stub.label(),
+        shared.stub.url(),
         shared.cache.display()
     );
 
@@ -290,10 +387,10 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
             Ok(m) => println!(
                 "  {:<24} {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms, {} non-200",
                 which.name(),
-                m.rec.throughput(),
-                ms(&m.rec.service, 0.5),
-                ms(&m.rec.service, 0.99),
-                m.rec.errors
+                m.tally.rps,
+                m.tally.p50_ms,
+                m.tally.p99_ms,
+                m.tally.errors
             ),
             Err(e) => println!("  {:<24} NOT MEASURED: {e}", which.name()),
         }
@@ -302,10 +399,16 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
     rt.shutdown_timeout(Duration::from_secs(1));
     let load_end = servers::loadavg().unwrap_or(-1.0);
 
-    report::table(&rows, (load_start, load_end));
+    let upstream = shared.stub.label();
+    report::table(&rows, upstream, (load_start, load_end));
     println!(
         "{}",
-        serde_json::to_string(&report::summary(args, &rows, (load_start, load_end)))?
+        serde_json::to_string(&report::summary(
+            args,
+            upstream,
+            &rows,
+            (load_start, load_end)
+        ))?
     );
     let failed = rows.iter().any(|r| r.outcome.is_err());
     if failed || args.keep_logs {
@@ -339,7 +442,7 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
         };
     let bearer = Some(format!("Bearer {}", s.secret));
     Ok(match which {
-        Which::Direct => (Running::Upstream, target(&s.stub.url, None, MODEL)?),
+        Which::Direct => (Running::Upstream, target(s.stub.url(), None, MODEL)?),
         Which::SovereignAll | Which::SovereignNone => {
             let all = which == Which::SovereignAll;
             let gw = start_gateway(s, all)?;
@@ -352,13 +455,13 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
             let mut t = target(&peer.url, Some(format!("Bearer {UPSTREAM_KEY}")), MODEL)?;
             t.headers = vec![
                 ("x-portkey-provider", "openai".into()),
-                ("x-portkey-custom-host", format!("{}/v1", s.stub.url)),
+                ("x-portkey-custom-host", format!("{}/v1", s.stub.url())),
             ];
             (Running::Peer(peer), t)
         }
         Which::Litellm => {
             // The master key: the same random secret as Sovereign's key.
-            let peer = install::litellm(&s.cache, &s.dir, &s.stub.url, MODEL, &s.secret)?;
+            let peer = install::litellm(&s.cache, &s.dir, s.stub.url(), MODEL, &s.secret)?;
             let t = target(&peer.url, bearer, MODEL)?;
             (Running::Peer(peer), t)
         }
@@ -368,7 +471,7 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
 /// `sovereign serve` with every policy on (`all`) or none, in its own data directory.
 fn start_gateway(s: &Shared, all: bool) -> anyhow::Result<Server> {
     let name = if all { "all" } else { "none" };
-    let url = &s.stub.url;
+    let url = s.stub.url();
     let base = servers::gateway_config(url, &s.hash, all.then_some("routing.yaml"));
     let mut text = format!("data_dir = \"data-{name}\"\n{base}");
     if all {
@@ -388,12 +491,18 @@ fn start_gateway(s: &Shared, all: bool) -> anyhow::Result<Server> {
             "the bench config's plan, access or model tables moved (servers::gateway_config)"
         );
         text.push_str(&format!(
-            "\n{GUARDRAIL}\n[journal]\ndurability = \"durable\"\npreallocate_bytes = {}\n",
-            s.args.journal_preallocate
+            "\n{GUARDRAIL}\n[journal]\ndurability = \"durable\"\n"
         ));
+        if s.args.journal_preallocate > 0 {
+            text.push_str(&format!(
+                "preallocate_bytes = {}\n",
+                s.args.journal_preallocate
+            ));
+        }
         let pool = match s.args.pools {
-            Pools::Warm => "pool = \"warm\"\n",
-            Pools::Fresh => "pool = \"fresh\"\n",
+            Some(Pools::Warm) => "pool = \"warm\"\n",
+            Some(Pools::Fresh) => "pool = \"fresh\"\n",
+            None => "",
         };
         text = text
             .replace("[routing]\n", &format!("[routing]\n{pool}"))
@@ -441,7 +550,16 @@ async fn measure(
         probe::pii_refused(client, target).await?;
     }
     let workers = s.args.connections;
-    let phase = async |secs: f64| {
+    let script = s.dir.join("wrk.lua");
+    let phase = async |secs: f64| -> anyhow::Result<Tally> {
+        if s.args.load == LoadKind::Wrk {
+            let (script, target) = (script.clone(), target.clone());
+            let threads = s.args.client_threads.max(1);
+            return tokio::task::spawn_blocking(move || {
+                wrk::run(&script, &target, threads, workers, secs)
+            })
+            .await?;
+        }
         let d = Duration::from_secs_f64(secs);
         match tokio::time::timeout(
             d + Duration::from_secs(30),
@@ -449,7 +567,7 @@ async fn measure(
         )
         .await
         {
-            Ok(r) => r,
+            Ok(r) => Ok(Tally::from(&r?)),
             Err(_) => bail!("requests still unanswered 30 s after the run's end"),
         }
     };
@@ -465,7 +583,7 @@ async fn measure(
         }
     }
     let before = Cpu::now(running.pid(), s.stub.pid());
-    let rec = phase(s.args.duration).await?;
+    let tally = phase(s.args.duration).await?;
     let after = Cpu::now(running.pid(), s.stub.pid());
     running.check_alive()?;
     let checks = if which == Which::SovereignAll {
@@ -481,7 +599,7 @@ async fn measure(
     } else {
         Value::Null
     };
-    let ok = rec.ok.max(1) as f64;
+    let ok = tally.ok.max(1) as f64;
     let target_cpu = after.target.saturating_sub(before.target);
     let harness = after.stub.saturating_sub(before.stub) + after.me.saturating_sub(before.me);
     let ours = target_cpu + harness;
@@ -502,7 +620,7 @@ async fn measure(
         } else {
             0.0
         },
-        rec,
+        tally,
         probe,
         checks,
     })
@@ -526,7 +644,8 @@ impl Cpu {
                 .map(|p| family(p).into_iter().map(c).sum())
                 .unwrap_or_default(),
             stub: c(stub),
-            me: c(std::process::id()),
+            // With `--load wrk` each run of wrk is a child this process waited for.
+            me: c(std::process::id()) + servers::waited_children_cpu_time().unwrap_or_default(),
             busy,
             total,
         }

@@ -4,13 +4,21 @@
 use serde_json::{Value, json};
 
 use super::{PeersArgs, Row, Which};
-use crate::{ms, round3};
+use crate::round3;
 
 fn rps(rows: &[Row], which: Which) -> Option<f64> {
     rows.iter()
         .find(|r| r.which == which)
         .and_then(|r| r.outcome.as_ref().ok())
-        .map(|m| m.rec.throughput())
+        .map(|m| m.tally.rps)
+}
+
+/// What ran the row: the upstream's name for the direct row.
+fn version(which: Which, upstream: &str) -> &str {
+    match which {
+        Which::Direct => upstream,
+        w => w.version(),
+    }
 }
 
 /// Sovereign's req/s over this row's.
@@ -18,7 +26,7 @@ pub(super) fn ratio(sovereign: Option<f64>, this: f64) -> Option<f64> {
     sovereign.filter(|_| this > 0.0).map(|s| s / this)
 }
 
-pub(super) fn table(rows: &[Row], load: (f64, f64)) {
+pub(super) fn table(rows: &[Row], upstream: &str, load: (f64, f64)) {
     let (all, none) = (
         rps(rows, Which::SovereignAll),
         rps(rows, Which::SovereignNone),
@@ -34,13 +42,13 @@ pub(super) fn table(rows: &[Row], load: (f64, f64)) {
             Ok(m) => println!(
                 "{:<24} {:>8} {:>8} {:>9.0} {:>8.3} {:>8.3} {:>10} {:>11} {:>6.1}%",
                 row.which.name(),
-                m.rec.ok,
-                m.rec.errors,
-                m.rec.throughput(),
-                ms(&m.rec.service, 0.5),
-                ms(&m.rec.service, 0.99),
-                x(ratio(all, m.rec.throughput())),
-                x(ratio(none, m.rec.throughput())),
+                m.tally.ok,
+                m.tally.errors,
+                m.tally.rps,
+                m.tally.p50_ms,
+                m.tally.p99_ms,
+                x(ratio(all, m.tally.rps)),
+                x(ratio(none, m.tally.rps)),
                 m.others_share * 100.0,
             ),
             Err(e) => println!("{:<24} NOT MEASURED: {e}", row.which.name()),
@@ -52,19 +60,19 @@ pub(super) fn table(rows: &[Row], load: (f64, f64)) {
             print!(
                 "{} ({}): first answer {}",
                 row.which.name(),
-                row.which.version(),
+                version(row.which, upstream),
                 m.probe,
             );
             if let Some(us) = m.target_cpu_us {
                 print!("; {us} µs CPU per request in its processes");
             }
             print!(
-                "; stub + client {} µs per request; cores idle {:.1}%",
+                "; upstream + load generator {} µs per request; cores idle {:.1}%",
                 m.harness_cpu_us,
                 m.idle_share * 100.0
             );
-            if let Some(e) = &m.rec.first_error {
-                print!("; {} non-200, first: {e}", m.rec.errors);
+            if let Some(e) = &m.tally.first_error {
+                print!("; {} non-200, first: {e}", m.tally.errors);
             }
             println!();
         }
@@ -87,7 +95,7 @@ pub(super) fn table(rows: &[Row], load: (f64, f64)) {
     );
 }
 
-pub(super) fn summary(args: &PeersArgs, rows: &[Row], load: (f64, f64)) -> Value {
+pub(super) fn summary(args: &PeersArgs, upstream: &str, rows: &[Row], load: (f64, f64)) -> Value {
     let (all, none) = (
         rps(rows, Which::SovereignAll),
         rps(rows, Which::SovereignNone),
@@ -97,15 +105,15 @@ pub(super) fn summary(args: &PeersArgs, rows: &[Row], load: (f64, f64)) -> Value
         .map(|row| match &row.outcome {
             Ok(m) => json!({
                 "target": row.which.name(),
-                "version": row.which.version(),
-                "ok": m.rec.ok,
-                "non_200": m.rec.errors,
-                "first_error": m.rec.first_error,
-                "rps": round3(m.rec.throughput()),
-                "p50_ms": ms(&m.rec.service, 0.5),
-                "p99_ms": ms(&m.rec.service, 0.99),
-                "all_over_it": ratio(all, m.rec.throughput()).map(round3),
-                "none_over_it": ratio(none, m.rec.throughput()).map(round3),
+                "version": version(row.which, upstream),
+                "ok": m.tally.ok,
+                "non_200": m.tally.errors,
+                "first_error": m.tally.first_error,
+                "rps": round3(m.tally.rps),
+                "p50_ms": round3(m.tally.p50_ms),
+                "p99_ms": round3(m.tally.p99_ms),
+                "all_over_it": ratio(all, m.tally.rps).map(round3),
+                "none_over_it": ratio(none, m.tally.rps).map(round3),
                 "first_answer": m.probe,
                 "checks": m.checks,
                 "cpu_us_per_request": m.target_cpu_us,
@@ -114,14 +122,15 @@ pub(super) fn summary(args: &PeersArgs, rows: &[Row], load: (f64, f64)) -> Value
                 "idle_share": round3(m.idle_share),
             }),
             Err(e) => {
-                json!({"target": row.which.name(), "version": row.which.version(), "error": e})
+                json!({"target": row.which.name(), "version": version(row.which, upstream), "error": e})
             }
         })
         .collect();
     json!({
         "bench": "sovereign-bench",
         "mode": "peers",
-        "upstream": "stub",
+        "upstream": upstream,
+        "load": format!("{:?}", args.load).to_lowercase(),
         "connections": args.connections,
         "duration_s": args.duration,
         "warmup_s": args.warmup,
