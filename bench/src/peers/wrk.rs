@@ -70,7 +70,7 @@ fn lua(target: &Target) -> anyhow::Result<String> {
         writeln!(l, "wrk.headers[\"Authorization\"] = {}", long(a)?)?;
     }
     for (name, value) in &target.headers {
-        writeln!(l, "wrk.headers[{}] = {}", long(name)?, long(value)?)?;
+        writeln!(l, "wrk.headers[ {} ] = {}", long(name)?, long(value)?)?;
     }
     writeln!(
         l,
@@ -129,6 +129,30 @@ mod tests {
         assert!(t.first_error.unwrap().contains("10 answers"));
         assert!(parse("no line").is_err());
         assert!(parse("sovereign-bench-wrk 1 2 3").is_err());
+    }
+
+    #[test]
+    fn the_script_sends_the_targets_headers_and_body() {
+        let target = Target {
+            name: "t",
+            uri: "http://127.0.0.1:1/v1/chat/completions".parse().unwrap(),
+            authorization: Some("Bearer k".into()),
+            headers: vec![("x-portkey-provider", "openai".into())],
+            body: bytes::Bytes::from_static(br#"{"model":"m"}"#),
+            stream: false,
+        };
+        let l = lua(&target).unwrap();
+        assert!(l.contains(r#"wrk.body = [==[{"model":"m"}]==]"#), "{l}");
+        assert!(
+            l.contains(r#"wrk.headers["Authorization"] = [==[Bearer k]==]"#),
+            "{l}"
+        );
+        // `t[[` would open a long string in Lua, not index the table.
+        assert!(
+            l.contains("wrk.headers[ [==[x-portkey-provider]==] ] = [==[openai]==]"),
+            "{l}"
+        );
+        assert!(!l.contains("[["), "{l}");
     }
 
     #[test]
