@@ -12,7 +12,7 @@
 //! 3. Sovereign with none: still a key (authentication cannot be turned off), an explicit model,
 //!    no guardrail, journal off;
 //! 4. Portkey's gateway and 5. LiteLLM's proxy (`install.rs`: installed into a cache directory on
-//!    first use), each pointing at the stub.
+//!    first use), each pointing at the same upstream.
 //!
 //! Every target must first answer 200 with a chat completion (a gateway answering errors fast
 //! must not look fast); one that cannot be installed, started or probed is a row with the reason.
@@ -170,9 +170,10 @@ impl Which {
         }
     }
 
-    fn version(self) -> &'static str {
+    /// What ran the row (`upstream`: the upstream's name, for the direct row).
+    fn version(self, upstream: &str) -> &str {
         match self {
-            Which::Direct => "bench stub",
+            Which::Direct => upstream,
             Which::SovereignAll | Which::SovereignNone => "this build",
             Which::Portkey => install::PORTKEY_VERSION,
             Which::Litellm => install::LITELLM_VERSION,
@@ -259,8 +260,8 @@ struct Measured {
     /// Checks made on the target beyond the load (Sovereign with all policies: the guardrail
     /// refused a card number, the team budget was charged).
     checks: Value,
-    /// The share of all cores that processes other than the target, the stub and this client
-    /// used during the measured run.
+    /// The share of all cores that processes other than the target, the upstream and the load
+    /// generator used during the measured run.
     others_share: f64,
     /// CPU per answered request of the target's processes (the peer and its children); none
     /// for the upstream alone.
@@ -307,7 +308,7 @@ struct Shared<'a> {
     args: &'a PeersArgs,
     cache: PathBuf,
     dir: PathBuf,
-    stub: Upstream,
+    upstream: Upstream,
     secret: String,
     hash: String,
     admin_secret: String,
@@ -324,7 +325,7 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
     let routing = dir.join("routing.yaml");
     std::fs::write(&routing, sovereign::demo::DEMO_ROUTING)
         .with_context(|| format!("writing {}", routing.display()))?;
-    let stub = match args.upstream {
+    let upstream = match args.upstream {
         UpstreamKind::Stub => Upstream::Stub(Server::start(
             "stub upstream",
             &std::env::current_exe().context("locating sovereign-bench itself")?,
@@ -343,7 +344,7 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
         args,
         cache: install::cache_dir(args.peers_cache.as_deref())?,
         dir: dir.clone(),
-        stub,
+        upstream,
         secret,
         hash,
         admin_secret,
@@ -360,8 +361,8 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
         args.duration,
         args.warmup,
         args.client_threads,
-        shared.stub.label(),
-        shared.stub.url(),
+        shared.upstream.label(),
+        shared.upstream.url(),
         shared.cache.display()
     );
 
@@ -399,7 +400,7 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
     rt.shutdown_timeout(Duration::from_secs(1));
     let load_end = servers::loadavg().unwrap_or(-1.0);
 
-    let upstream = shared.stub.label();
+    let upstream = shared.upstream.label();
     report::table(&rows, upstream, (load_start, load_end));
     println!(
         "{}",
@@ -442,7 +443,7 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
         };
     let bearer = Some(format!("Bearer {}", s.secret));
     Ok(match which {
-        Which::Direct => (Running::Upstream, target(s.stub.url(), None, MODEL)?),
+        Which::Direct => (Running::Upstream, target(s.upstream.url(), None, MODEL)?),
         Which::SovereignAll | Which::SovereignNone => {
             let all = which == Which::SovereignAll;
             let gw = start_gateway(s, all)?;
@@ -455,13 +456,13 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
             let mut t = target(&peer.url, Some(format!("Bearer {UPSTREAM_KEY}")), MODEL)?;
             t.headers = vec![
                 ("x-portkey-provider", "openai".into()),
-                ("x-portkey-custom-host", format!("{}/v1", s.stub.url())),
+                ("x-portkey-custom-host", format!("{}/v1", s.upstream.url())),
             ];
             (Running::Peer(peer), t)
         }
         Which::Litellm => {
             // The master key: the same random secret as Sovereign's key.
-            let peer = install::litellm(&s.cache, &s.dir, s.stub.url(), MODEL, &s.secret)?;
+            let peer = install::litellm(&s.cache, &s.dir, s.upstream.url(), MODEL, &s.secret)?;
             let t = target(&peer.url, bearer, MODEL)?;
             (Running::Peer(peer), t)
         }
@@ -471,7 +472,7 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
 /// `sovereign serve` with every policy on (`all`) or none, in its own data directory.
 fn start_gateway(s: &Shared, all: bool) -> anyhow::Result<Server> {
     let name = if all { "all" } else { "none" };
-    let url = s.stub.url();
+    let url = s.upstream.url();
     let base = servers::gateway_config(url, &s.hash, all.then_some("routing.yaml"));
     let mut text = format!("data_dir = \"data-{name}\"\n{base}");
     if all {
@@ -582,9 +583,9 @@ async fn measure(
             );
         }
     }
-    let before = Cpu::now(running.pid(), s.stub.pid());
+    let before = Cpu::now(running.pid(), s.upstream.pid());
     let tally = phase(s.args.duration).await?;
-    let after = Cpu::now(running.pid(), s.stub.pid());
+    let after = Cpu::now(running.pid(), s.upstream.pid());
     running.check_alive()?;
     let checks = if which == Which::SovereignAll {
         let team = probe::admin(
@@ -601,7 +602,8 @@ async fn measure(
     };
     let ok = tally.ok.max(1) as f64;
     let target_cpu = after.target.saturating_sub(before.target);
-    let harness = after.stub.saturating_sub(before.stub) + after.me.saturating_sub(before.me);
+    let harness =
+        after.upstream.saturating_sub(before.upstream) + after.me.saturating_sub(before.me);
     let ours = target_cpu + harness;
     let total = after.total.saturating_sub(before.total).as_secs_f64();
     let busy = after.busy.saturating_sub(before.busy);
@@ -626,24 +628,25 @@ async fn measure(
     })
 }
 
-/// CPU used so far by the target's processes, the stub, this process and the whole machine.
+/// CPU used so far by the target's processes, the upstream, this process (and the wrk runs it
+/// waited for) and the whole machine.
 struct Cpu {
     target: Duration,
-    stub: Duration,
+    upstream: Duration,
     me: Duration,
     busy: Duration,
     total: Duration,
 }
 
 impl Cpu {
-    fn now(target: Option<u32>, stub: u32) -> Cpu {
+    fn now(target: Option<u32>, upstream: u32) -> Cpu {
         let c = |pid| servers::cpu_time(pid).unwrap_or_default();
         let (busy, total) = servers::machine_cpu().unwrap_or_default();
         Cpu {
             target: target
                 .map(|p| family(p).into_iter().map(c).sum())
                 .unwrap_or_default(),
-            stub: c(stub),
+            upstream: c(upstream),
             // With `--load wrk` each run of wrk is a child this process waited for.
             me: c(std::process::id()) + servers::waited_children_cpu_time().unwrap_or_default(),
             busy,

@@ -13,14 +13,6 @@ fn rps(rows: &[Row], which: Which) -> Option<f64> {
         .map(|m| m.tally.rps)
 }
 
-/// What ran the row: the upstream's name for the direct row.
-fn version(which: Which, upstream: &str) -> &str {
-    match which {
-        Which::Direct => upstream,
-        w => w.version(),
-    }
-}
-
 /// Sovereign's req/s over this row's.
 pub(super) fn ratio(sovereign: Option<f64>, this: f64) -> Option<f64> {
     sovereign.filter(|_| this > 0.0).map(|s| s / this)
@@ -60,7 +52,7 @@ pub(super) fn table(rows: &[Row], upstream: &str, load: (f64, f64)) {
             print!(
                 "{} ({}): first answer {}",
                 row.which.name(),
-                version(row.which, upstream),
+                row.which.version(upstream),
                 m.probe,
             );
             if let Some(us) = m.target_cpu_us {
@@ -105,7 +97,7 @@ pub(super) fn summary(args: &PeersArgs, upstream: &str, rows: &[Row], load: (f64
         .map(|row| match &row.outcome {
             Ok(m) => json!({
                 "target": row.which.name(),
-                "version": version(row.which, upstream),
+                "version": row.which.version(upstream),
                 "ok": m.tally.ok,
                 "non_200": m.tally.errors,
                 "first_error": m.tally.first_error,
@@ -122,7 +114,7 @@ pub(super) fn summary(args: &PeersArgs, upstream: &str, rows: &[Row], load: (f64
                 "idle_share": round3(m.idle_share),
             }),
             Err(e) => {
-                json!({"target": row.which.name(), "version": version(row.which, upstream), "error": e})
+                json!({"target": row.which.name(), "version": row.which.version(upstream), "error": e})
             }
         })
         .collect();
