@@ -167,7 +167,7 @@ async fn run(
         };
         match answer {
             Ok(items) => {
-                for (q, item) in batch.drain(..).zip(items.chunks_exact(ANSWER_LEN)) {
+                for (q, item) in batch.drain(..).zip(items.as_chunks::<ANSWER_LEN>().0) {
                     let _ = q.reply.send(Ok(parse(item)));
                 }
             }
@@ -181,10 +181,11 @@ async fn run(
 }
 
 /// One admission's six integers of the script's answer.
-fn parse(item: &[i64]) -> (Option<Decision>, Option<[u64; 2]>) {
-    let at = |i: usize| item.get(i).copied().unwrap_or(-1);
-    let decision = (at(0) >= 0).then(|| Decision::of_gcra(at(0), at(1), at(2), at(3)));
-    let count = |i: usize| u64::try_from(at(i)).unwrap_or(0);
-    let used = (at(4) >= 0).then(|| [count(4), count(5)]);
+fn parse(item: &[i64; ANSWER_LEN]) -> (Option<Decision>, Option<[u64; 2]>) {
+    let [admitted, remaining, reset_after, retry_after, key, team] = *item;
+    let decision =
+        (admitted >= 0).then(|| Decision::of_gcra(admitted, remaining, reset_after, retry_after));
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let used = (key >= 0).then(|| [count(key), count(team)]);
     (decision, used)
 }

@@ -431,18 +431,19 @@ impl RedisShared {
         }
         let mut conn = self.conn.clone();
         let out: Vec<i64> = self.call(inv.invoke_async(&mut conn)).await?;
-        if !out.len().is_multiple_of(3) {
+        let (triples, rest) = out.as_chunks::<3>();
+        if !rest.is_empty() {
             return Err(SharedError(format!(
                 "settle script answered {} integers, not triples",
                 out.len()
             )));
         }
-        Ok(out
-            .chunks_exact(3)
-            .map(|t| Settled {
-                spent: t[0],
-                limit: (t[1] >= 0).then_some(t[1]),
-                newly: u64::try_from(t[2]).unwrap_or(0),
+        Ok(triples
+            .iter()
+            .map(|&[spent, limit, newly]| Settled {
+                spent,
+                limit: (limit >= 0).then_some(limit),
+                newly: u64::try_from(newly).unwrap_or(0),
             })
             .collect())
     }
