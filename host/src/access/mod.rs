@@ -497,7 +497,9 @@ impl Access {
             return (rate, Err(Refusal::Rate(s)));
         }
         let tokens = match used {
-            Some(used) => quota::judge_day(&p.key_id, key_cap, &p.team_id, team_cap, used, now),
+            Some(used) => self
+                .quota
+                .check_shared(&p.key_id, key_cap, &p.team_id, team_cap, used, now),
             None => self
                 .quota
                 .check(&p.key_id, key_cap, &p.team_id, team_cap, now),

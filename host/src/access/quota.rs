@@ -56,6 +56,14 @@ impl Day {
         .copied()
         .unwrap_or(0)
     }
+
+    /// A key's and its team's counts.
+    fn pair(&self, key: &str, team: &str) -> [u64; 2] {
+        [
+            self.keys.get(key).copied().unwrap_or(0),
+            self.teams.get(team).copied().unwrap_or(0),
+        ]
+    }
 }
 
 /// A cap that was reached.
@@ -113,10 +121,26 @@ impl TokenQuota {
             return Ok(());
         }
         let d = self.day(now);
-        let used = [
-            d.keys.get(key).copied().unwrap_or(0),
-            d.teams.get(team).copied().unwrap_or(0),
-        ];
+        judge([(key, key_cap), (team, team_cap)], d.pair(key, team), d.day)
+    }
+
+    /// [`TokenQuota::check`] against counts read elsewhere (every replica's, from Redis): `used` is
+    /// the key's and the team's tokens today there. This replica's own counters already hold its
+    /// settlements the settler has not yet sent to Redis, so the larger of the two counts is taken:
+    /// a client's next request on the same replica sees its last request's tokens at once. Both
+    /// counts are lower bounds of the day's use, so the larger one never over-counts.
+    pub fn check_shared(
+        &self,
+        key: &str,
+        key_cap: Option<u64>,
+        team: &str,
+        team_cap: Option<u64>,
+        used: [u64; 2],
+        now: UnixMillis,
+    ) -> Result<(), QuotaExceeded> {
+        let d = self.day(now);
+        let here = d.pair(key, team);
+        let used = [used[0].max(here[0]), used[1].max(here[1])];
         judge([(key, key_cap), (team, team_cap)], used, d.day)
     }
 
@@ -190,19 +214,6 @@ impl TokenQuota {
     }
 }
 
-/// [`TokenQuota::check`] against counts read elsewhere (every replica's, from Redis): `used` is
-/// the key's and the team's tokens today.
-pub fn judge_day(
-    key: &str,
-    key_cap: Option<u64>,
-    team: &str,
-    team_cap: Option<u64>,
-    used: [u64; 2],
-    now: UnixMillis,
-) -> Result<(), QuotaExceeded> {
-    judge([(key, key_cap), (team, team_cap)], used, day_of(now))
-}
-
 /// Days since the Unix epoch (UTC) of a time: the counters' day.
 pub fn day_of(at: UnixMillis) -> i64 {
     at.div_euclid(DAY_MS)
@@ -265,5 +276,27 @@ mod tests {
                 .is_ok()
         );
         assert_eq!(q.used(&QuotaScope::Team("t".into()), now + DAY_MS), 0);
+    }
+
+    #[test]
+    fn shared_counts_and_this_replicas_unsent_ones_the_larger_wins() {
+        let q = TokenQuota::default();
+        let now = 20_000 * DAY_MS + 5;
+        // Settled here, not yet in Redis: refused at once on this replica.
+        q.add_here(&KeyId("k".into()), &TeamId("t".into()), 20, now);
+        let e = q
+            .check_shared("k", Some(10), "t", None, [0, 0], now)
+            .unwrap_err();
+        assert_eq!((e.scope, e.used), (QuotaScope::Key("k".into()), 20));
+        // Other replicas' tokens, in Redis only: refused too.
+        let e = q
+            .check_shared("k2", None, "t", Some(50), [0, 60], now)
+            .unwrap_err();
+        assert_eq!((e.scope, e.used), (QuotaScope::Team("t".into()), 60));
+        // Neither reaches the cap: admitted, the counts not added together.
+        assert!(
+            q.check_shared("k", Some(30), "t", Some(30), [15, 25], now)
+                .is_ok()
+        );
     }
 }
