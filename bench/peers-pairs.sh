@@ -14,7 +14,7 @@
 #
 # Prints one line per run (all policies: req/s, p50 ms, p99 ms; CPU µs per request; the
 # no-policies row's req/s; other load) and each side's mean req/s at the end. Peers (LiteLLM,
-# Portkey) are skipped: 8 s measured after 2 s of warm-up per row.
+# Portkey, litellm-rs) are skipped: 8 s measured after 2 s of warm-up per row.
 set -euo pipefail
 
 if [ $# -lt 7 ]; then
@@ -35,7 +35,7 @@ one() { # NAME BENCH BIN [FLAGS...]
     local name=$1 bench=$2 bin=$3 out all cpu none
     shift 3
     # shellcheck disable=SC2086 # PEERS_FLAGS is a list of flags
-    out=$("$bench" peers --bin "$bin" --skip litellm,portkey --duration 8 --warmup 2 ${PEERS_FLAGS:-} "$@" 2>&1) || {
+    out=$("$bench" peers --bin "$bin" --skip litellm,portkey,litellm-rs --duration 8 --warmup 2 ${PEERS_FLAGS:-} "$@" 2>&1) || {
         echo "$name: the run failed:" >&2
         echo "$out" | tail -5 >&2
         exit 1

@@ -1,6 +1,7 @@
-//! The peers themselves: LiteLLM's proxy (PyPI) and Portkey's gateway (npm), each installed at a
-//! pinned version into the cache directory on first use and reused afterwards, then started as a
-//! child process on a free port in front of the bench's upstream. A started peer logs to a file
+//! The peers themselves: LiteLLM's proxy (PyPI), Portkey's gateway (npm) and litellm-rs's gateway
+//! (crates.io, a Rust peer), each installed at a pinned version into the cache directory on first
+//! use and reused afterwards, then started as a child process on a free port in front of the
+//! bench's upstream. A started peer logs to a file
 //! in the run's temporary directory and is stopped with its whole process group on drop.
 
 use std::io::Write as _;
@@ -17,6 +18,10 @@ use serde_json::Value;
 /// proxy packages (`litellm-proxy`, newer `litellm-proxy-extras`) the registry does not carry.
 pub const LITELLM_VERSION: &str = "1.108.0";
 pub const PORTKEY_VERSION: &str = "1.15.2";
+/// The issue's Rust peer (TensorZero) has no gateway on the registries this machine reaches; this
+/// one is a Rust gateway that installs from crates.io (`cargo install`, a release build: about
+/// half an hour on two cores the first time).
+pub const LITELLM_RS_VERSION: &str = "0.9.0";
 
 /// `--peers-cache`, else `$XDG_CACHE_HOME/sovereign-bench/peers`, else
 /// `~/.cache/sovereign-bench/peers`.
@@ -181,6 +186,127 @@ pub fn portkey(cache: &Path, dir: &Path) -> anyhow::Result<Peer> {
     let mut cmd = Command::new("node");
     cmd.args([&server, &format!("--port={port}"), "--headless"]);
     spawn(cmd, &port.to_string(), dir.join("portkey.log"))
+}
+
+/// Builds litellm-rs's gateway if needed (`cargo install --locked`, its own lock file, into the
+/// cache) and starts it with one OpenAI-compatible provider, the upstream at `upstream`, serving
+/// `model`. Configured as its development example is: no database (its API keys live in one),
+/// so anonymous access; rate limits, cache and metrics off; its default prompt-injection
+/// guardrail on, as shipped. Workers: one per core, its default.
+pub fn litellm_rs(cache: &Path, dir: &Path, upstream: &str, model: &str) -> anyhow::Result<Peer> {
+    let root = cache.join("litellm-rs");
+    let bin = root.join("bin").join("gateway");
+    let marker = root.join(".sovereign-bench-installed");
+    if !bin.is_file()
+        || std::fs::read_to_string(&marker).ok().as_deref() != Some(LITELLM_RS_VERSION)
+    {
+        let log = cache.join("litellm-rs-install.log");
+        println!(
+            "building litellm-rs {LITELLM_RS_VERSION} into {} (first use, a release build of a \
+             large crate: about half an hour on two cores; log {})",
+            root.display(),
+            log.display()
+        );
+        let root_arg = root.display().to_string();
+        let target_arg = cache.join("litellm-rs-target").display().to_string();
+        run_logged(
+            "cargo",
+            &[
+                "install",
+                "--locked",
+                "--root",
+                &root_arg,
+                "--target-dir",
+                &target_arg,
+                "--version",
+                LITELLM_RS_VERSION,
+                // Its `gateway` binary needs `storage`; `sqlite` is the lighter of the two
+                // back ends that bring it (no database is configured at run time).
+                "--features",
+                "sqlite",
+                "--bin",
+                "gateway",
+                "litellm-rs",
+            ],
+            &log,
+        )?;
+        std::fs::write(&marker, LITELLM_RS_VERSION)
+            .with_context(|| format!("writing {}", marker.display()))?;
+    }
+    let port = free_port()?;
+    let config = dir.join("litellm-rs.yaml");
+    std::fs::write(&config, litellm_rs_config(upstream, model, port))
+        .with_context(|| format!("writing {}", config.display()))?;
+    let mut cmd = Command::new(&bin);
+    cmd.args(["--config", &config.display().to_string(), "serve"])
+        .env("RUST_LOG", "error");
+    spawn(cmd, &port.to_string(), dir.join("litellm-rs.log"))
+}
+
+/// litellm-rs's configuration (its `config/gateway.dev.yaml.example`, the provider pointed at the
+/// bench's upstream).
+fn litellm_rs_config(upstream: &str, model: &str, port: u16) -> String {
+    format!(
+        "# Written by sovereign-bench peers: one model, straight to the bench's upstream.
+schema_version: \"1.0\"
+server:
+  host: \"127.0.0.1\"
+  port: {port}
+  dev_mode: true
+providers:
+  - name: \"bench-upstream\"
+    provider_type: \"openai\"
+    api_key: \"{UPSTREAM_KEY}\"
+    base_url: \"{upstream}/v1\"
+    endpoint_access: \"private_network\"
+    timeout: 30
+    max_retries: 0
+    # The deployment's own limits (1,000 requests and 100,000 tokens a minute by default) out of
+    # the way, as the other rows' are.
+    rpm: 1000000000
+    tpm: 4000000000
+    max_concurrent_requests: 100000
+    # A model name its OpenAI catalog does not know must name one that it does, for the
+    # capabilities (chat); no price (`unpriced_model_policy` below).
+    settings:
+      model_identity_mappings:
+        {model}:
+          capability_catalog_model: gpt-4o-mini
+          pricing_model: null
+    models:
+      - \"{model}\"
+    enabled: true
+router:
+  strategy: \"round_robin\"
+storage:
+  database:
+    url: \"sqlite::memory:\"
+    enabled: false
+    auto_migrate: false
+  redis:
+    url: \"redis://127.0.0.1:1\"
+    enabled: false
+  vector_db: null
+auth:
+  enable_jwt: false
+  enable_api_key: false
+  allow_anonymous: true
+monitoring:
+  metrics:
+    enabled: false
+  tracing:
+    enabled: false
+cache:
+  enabled: false
+pricing:
+  source: \"embedded://model_prices_extended\"
+  unpriced_model_policy: allow_unpriced
+  unpriced_fallback_cost_per_1k_tokens: 0.0
+rate_limit:
+  enabled: false
+",
+        UPSTREAM_KEY = super::UPSTREAM_KEY,
+    )
 }
 
 /// The version in an installed npm package's `package.json`.

@@ -11,8 +11,9 @@
 //!    journal;
 //! 3. Sovereign with none: still a key (authentication cannot be turned off), an explicit model,
 //!    no guardrail, journal off;
-//! 4. Portkey's gateway and 5. LiteLLM's proxy (`install.rs`: installed into a cache directory on
-//!    first use), each pointing at the same upstream.
+//! 4. litellm-rs's gateway, a Rust peer (crates.io; the TensorZero does not install from
+//!    the registries), 5. Portkey's gateway and 6. LiteLLM's proxy (`install.rs`: installed into
+//!    a cache directory on first use), each pointing at the same upstream.
 //!
 //! Every target must first answer 200 with a chat completion (a gateway answering errors fast
 //! must not look fast); one that cannot be installed, started or probed is a row with the reason.
@@ -139,6 +140,7 @@ pub struct PeersArgs {
 pub enum PeerName {
     Litellm,
     Portkey,
+    LitellmRs,
 }
 
 /// The rows, in the order they run.
@@ -147,15 +149,17 @@ enum Which {
     Direct,
     SovereignAll,
     SovereignNone,
+    LitellmRs,
     Portkey,
     Litellm,
 }
 
 impl Which {
-    const ALL: [Which; 5] = [
+    const ALL: [Which; 6] = [
         Which::Direct,
         Which::SovereignAll,
         Which::SovereignNone,
+        Which::LitellmRs,
         Which::Portkey,
         Which::Litellm,
     ];
@@ -165,6 +169,7 @@ impl Which {
             Which::Direct => "upstream (direct)",
             Which::SovereignAll => "sovereign, all policies",
             Which::SovereignNone => "sovereign, no policies",
+            Which::LitellmRs => "litellm-rs (Rust)",
             Which::Portkey => "portkey gateway",
             Which::Litellm => "litellm proxy",
         }
@@ -175,6 +180,7 @@ impl Which {
         match self {
             Which::Direct => upstream,
             Which::SovereignAll | Which::SovereignNone => "this build",
+            Which::LitellmRs => install::LITELLM_RS_VERSION,
             Which::Portkey => install::PORTKEY_VERSION,
             Which::Litellm => install::LITELLM_VERSION,
         }
@@ -182,6 +188,7 @@ impl Which {
 
     fn skipped(self, skip: &[PeerName]) -> bool {
         match self {
+            Which::LitellmRs => skip.contains(&PeerName::LitellmRs),
             Which::Portkey => skip.contains(&PeerName::Portkey),
             Which::Litellm => skip.contains(&PeerName::Litellm),
             _ => false,
@@ -191,7 +198,9 @@ impl Which {
     /// How long a started target may take to answer its first request.
     fn ready_within(self) -> Duration {
         match self {
-            Which::Direct | Which::SovereignAll | Which::SovereignNone => Duration::from_secs(10),
+            Which::Direct | Which::SovereignAll | Which::SovereignNone | Which::LitellmRs => {
+                Duration::from_secs(10)
+            }
             Which::Portkey => Duration::from_secs(60),
             Which::Litellm => Duration::from_secs(180),
         }
@@ -450,6 +459,12 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
             let model = if all { "auto-router" } else { MODEL };
             let t = target(&gw.url, bearer, model)?;
             (Running::Gateway(gw), t)
+        }
+        Which::LitellmRs => {
+            // Anonymous: its keys need its database (`install::litellm_rs`).
+            let peer = install::litellm_rs(&s.cache, &s.dir, s.upstream.url(), MODEL)?;
+            let t = target(&peer.url, None, MODEL)?;
+            (Running::Peer(peer), t)
         }
         Which::Portkey => {
             let peer = install::portkey(&s.cache, &s.dir)?;
