@@ -1,8 +1,8 @@
 //! The peers themselves: LiteLLM's proxy (PyPI), Portkey's gateway (npm) and litellm-rs's gateway
 //! (crates.io, a Rust peer), each installed at a pinned version into the cache directory on first
 //! use and reused afterwards, then started as a child process on a free port in front of the
-//! bench's upstream. A started peer logs to a file
-//! in the run's temporary directory and is stopped with its whole process group on drop.
+//! bench's upstream. A started peer logs to a file in the run's temporary directory and is
+//! stopped with its whole process group on drop.
 
 use std::io::Write as _;
 use std::net::TcpListener;
@@ -19,8 +19,8 @@ use serde_json::Value;
 pub const LITELLM_VERSION: &str = "1.108.0";
 pub const PORTKEY_VERSION: &str = "1.15.2";
 /// The issue's Rust peer (TensorZero) has no gateway on the registries this machine reaches; this
-/// one is a Rust gateway that installs from crates.io (`cargo install`, a release build: about
-/// half an hour on two cores the first time).
+/// one is a Rust gateway that installs from crates.io (`cargo install`, a release build of a
+/// large crate: about an hour here the first time, on two cores shared with other builds).
 pub const LITELLM_RS_VERSION: &str = "0.9.0";
 
 /// `--peers-cache`, else `$XDG_CACHE_HOME/sovereign-bench/peers`, else
@@ -203,7 +203,7 @@ pub fn litellm_rs(cache: &Path, dir: &Path, upstream: &str, model: &str) -> anyh
         let log = cache.join("litellm-rs-install.log");
         println!(
             "building litellm-rs {LITELLM_RS_VERSION} into {} (first use, a release build of a \
-             large crate: about half an hour on two cores; log {})",
+             large crate: up to an hour on two cores; log {})",
             root.display(),
             log.display()
         );
