@@ -197,9 +197,7 @@ pub fn litellm_rs(cache: &Path, dir: &Path, upstream: &str, model: &str) -> anyh
     let root = cache.join("litellm-rs");
     let bin = root.join("bin").join("gateway");
     let marker = root.join(".sovereign-bench-installed");
-    if !bin.is_file()
-        || std::fs::read_to_string(&marker).ok().as_deref() != Some(LITELLM_RS_VERSION)
-    {
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(LITELLM_RS_VERSION) {
         let log = cache.join("litellm-rs-install.log");
         println!(
             "building litellm-rs {LITELLM_RS_VERSION} into {} (first use, a release build of a \
