@@ -11,8 +11,13 @@
 //!    the load generator share the cores, so this shows correctness under load and contention,
 //!    not scaling).
 //!
+//! Each back end's row also gives the CPU per request of the gateway, the simulator, the load
+//! generator and everything else on the machine (the services, while the replica runs).
+//!
 //! PostgreSQL and Redis come from the environment: `scripts/services start DIR` starts private
-//! ones and writes their URLs to `DIR/env` (`SOVEREIGN_STORE_URL`, `SOVEREIGN_REDIS_URL`).
+//! ones and writes their URLs to `DIR/env` (`SOVEREIGN_STORE_URL`, `SOVEREIGN_REDIS_URL`);
+//! `scripts/services pin DIR 1` with this bench under `taskset -c 0` gives them a core of their
+//! own, the measure of the goal (docs/DECISIONS.md, "Scale-out").
 
 use std::path::Path;
 use std::time::Duration;
@@ -23,7 +28,7 @@ use serde_json::{Value, json};
 
 use crate::load::{self, HttpClient, Recorder, Target};
 use crate::servers::{self, Server};
-use crate::{Args, client_runtime, ms, start_gateway};
+use crate::{Args, Cpu, Side, client_runtime, ms, start_gateway};
 
 /// The goal in issue 17: a replica on the shared back ends at ≥ 80% of the embedded gateway.
 const GOAL_RATIO: f64 = 0.80;
@@ -109,7 +114,7 @@ pub fn compare(
             target("replica a", &a.url)?,
             target("replica b", &b.url)?,
         ];
-        let one = side_by_side(args, &client, &targets).await?;
+        let one = side_by_side(args, &client, &targets, &sim, [&embedded, &a]).await?;
         let two = together(args, &client, &pair).await?;
         sim.check_alive()?;
         embedded.check_alive()?;
@@ -126,17 +131,28 @@ fn side(r: &Recorder) -> Value {
            "p99_ms": ms(&r.service, 0.99), "errors": r.errors})
 }
 
+/// The two back ends under the same closed loop in alternating rounds, with the CPU each
+/// process used meanwhile: the gateways' own CPU per request, and everything else on the
+/// machine (PostgreSQL and Redis while the replica runs). Where those services run on machines
+/// of their own, the gateways' own CPU is what the replica costs its machine.
 async fn side_by_side(
     args: &Args,
     client: &HttpClient,
     targets: &[Target; 2],
+    sim: &Server,
+    gateways: [&Server; 2],
 ) -> anyhow::Result<Value> {
     for t in targets {
         load::preflight(client, t).await?;
     }
     println!(
-        "closed loop, {} connections, {} s measured per back end in {} round(s) after {} s warm-up",
-        args.connections, args.duration, args.rounds, args.warmup
+        "closed loop, {} connections, {} s measured per back end in {} round(s) after {} s warm-up; \
+         this run and its servers on CPUs {}",
+        args.connections,
+        args.duration,
+        args.rounds,
+        args.warmup,
+        servers::cpus_allowed().unwrap_or_else(|| "?".into())
     );
     let run = async |t: &Target, secs: f64| {
         load::closed_loop(client, t, args.connections, Duration::from_secs_f64(secs)).await
@@ -146,30 +162,48 @@ async fn side_by_side(
             run(t, args.warmup).await?;
         }
     }
-    let mut recs = [Recorder::new()?, Recorder::new()?];
+    let mut sides = [Side::new()?, Side::new()?];
     let per_round = args.duration / f64::from(args.rounds);
+    let me = std::process::id();
     for round in 0..args.rounds {
         for k in 0..2 {
             let i = (k + round as usize) % 2;
+            let before = Cpu::now(sim, gateways[i], me);
             let r = run(&targets[i], per_round).await?;
-            recs[i].merge(&r)?;
+            let after = Cpu::now(sim, gateways[i], me);
+            sides[i].add(&r, &before, &after)?;
         }
     }
     println!(
-        "{:<20} {:>10} {:>10} {:>10} {:>8}",
-        "", "req/s", "p50 ms", "p99 ms", "errors"
+        "{:<20} {:>10} {:>10} {:>10} {:>8} | CPU µs/request: {:>7} {:>9} {:>5} {:>15}",
+        "",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "gateway",
+        "simulator",
+        "load",
+        "everything else"
     );
-    for (t, r) in targets.iter().zip(&recs) {
+    for (t, s) in targets.iter().zip(&sides) {
+        let [sim_us, gw_us, load_us, else_us] = s.cpu_per_request();
+        let r = &s.rec;
         println!(
-            "{:<20} {:>10.0} {:>10.3} {:>10.3} {:>8}",
+            "{:<20} {:>10.0} {:>10.3} {:>10.3} {:>8} | {:>23.0} {:>9.0} {:>5.0} {:>15.0}",
             t.name,
             r.throughput(),
             ms(&r.service, 0.5),
             ms(&r.service, 0.99),
-            r.errors
+            r.errors,
+            gw_us,
+            sim_us,
+            load_us,
+            else_us
         );
     }
-    let ratio = recs[1].throughput() / recs[0].throughput().max(f64::MIN_POSITIVE);
+    let [embedded, replica] = &sides;
+    let ratio = replica.rec.throughput() / embedded.rec.throughput().max(f64::MIN_POSITIVE);
     println!(
         "PostgreSQL + Redis at {:.1}% of SQLite's throughput (goal: ≥ {:.0}%): {}",
         ratio * 100.0,
@@ -180,10 +214,22 @@ async fn side_by_side(
             "NOT met"
         }
     );
-    Ok(
-        json!({"embedded": side(&recs[0]), "replica": side(&recs[1]),
-              "ratio": (ratio * 1000.0).round() / 1000.0, "goal": GOAL_RATIO}),
-    )
+    let gateway_cpu = embedded.cpu_per_request()[1] / replica.cpu_per_request()[1].max(1.0);
+    println!(
+        "gateway CPU per request, SQLite's ÷ the replica's: {:.1}% (\"everything else\" is \
+         PostgreSQL and Redis here; a deployment runs them on machines of their own)",
+        gateway_cpu * 100.0
+    );
+    let side = |s: &Side| {
+        let [sim_us, gw_us, load_us, else_us] = s.cpu_per_request();
+        let mut v = side(&s.rec);
+        v["cpu_us_per_request"] =
+            json!({"gateway": gw_us, "simulator": sim_us, "load": load_us, "else": else_us});
+        v
+    };
+    Ok(json!({"embedded": side(embedded), "replica": side(replica),
+              "ratio": (ratio * 1000.0).round() / 1000.0, "goal": GOAL_RATIO,
+              "gateway_cpu_ratio": (gateway_cpu * 1000.0).round() / 1000.0}))
 }
 
 async fn together(args: &Args, client: &HttpClient, pair: &[Target; 2]) -> anyhow::Result<Value> {

@@ -301,8 +301,8 @@ fn client_runtime(args: &Args) -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Totals for one target over all rounds, with the CPU the processes used meanwhile.
-struct Side {
-    rec: Recorder,
+pub(crate) struct Side {
+    pub(crate) rec: Recorder,
     cpu_sim: Duration,
     cpu_gw: Duration,
     cpu_bench: Duration,
@@ -311,7 +311,7 @@ struct Side {
 }
 
 impl Side {
-    fn new() -> anyhow::Result<Side> {
+    pub(crate) fn new() -> anyhow::Result<Side> {
         Ok(Side {
             rec: Recorder::new()?,
             cpu_sim: Duration::ZERO,
@@ -320,6 +320,29 @@ impl Side {
             machine_busy: Duration::ZERO,
             machine_total: Duration::ZERO,
         })
+    }
+
+    /// One phase's answers, and the CPU used between `before` and `after` it.
+    pub(crate) fn add(&mut self, rec: &Recorder, before: &Cpu, after: &Cpu) -> anyhow::Result<()> {
+        self.cpu_sim += after.sim.saturating_sub(before.sim);
+        self.cpu_gw += after.gw.saturating_sub(before.gw);
+        self.cpu_bench += after.bench.saturating_sub(before.bench);
+        self.machine_busy += after.machine_busy.saturating_sub(before.machine_busy);
+        self.machine_total += after.machine_total.saturating_sub(before.machine_total);
+        self.rec.merge(rec)
+    }
+
+    /// CPU per answered request, in µs: the simulator, the gateway, this client, and every
+    /// other process on the machine (with `--backends-compare`, PostgreSQL and Redis).
+    pub(crate) fn cpu_per_request(&self) -> [f64; 4] {
+        let ours = self.cpu_sim + self.cpu_gw + self.cpu_bench;
+        [
+            self.cpu_sim,
+            self.cpu_gw,
+            self.cpu_bench,
+            self.machine_busy.saturating_sub(ours),
+        ]
+        .map(|c| per_request_us(c, self.rec.ok))
     }
 
     /// The share of the machine's CPU (all cores) that processes other than the simulator, the
@@ -440,13 +463,7 @@ async fn run(args: &Args, mut sim: Server, mut gw: Server, secret: &str) -> anyh
             let before = Cpu::now(&sim, &gw, me);
             let rec = phase(target, per_round).await?;
             let after = Cpu::now(&sim, &gw, me);
-            let side = &mut sides[i];
-            side.cpu_sim += after.sim.saturating_sub(before.sim);
-            side.cpu_gw += after.gw.saturating_sub(before.gw);
-            side.cpu_bench += after.bench.saturating_sub(before.bench);
-            side.machine_busy += after.machine_busy.saturating_sub(before.machine_busy);
-            side.machine_total += after.machine_total.saturating_sub(before.machine_total);
-            side.rec.merge(&rec)?;
+            sides[i].add(&rec, &before, &after)?;
             sim.check_alive()?;
             gw.check_alive()?;
             round_recs[i] = Some(rec);
@@ -487,7 +504,7 @@ async fn run(args: &Args, mut sim: Server, mut gw: Server, secret: &str) -> anyh
 }
 
 /// CPU time used so far by our three processes and by the whole machine.
-struct Cpu {
+pub(crate) struct Cpu {
     sim: Duration,
     gw: Duration,
     bench: Duration,
@@ -496,7 +513,7 @@ struct Cpu {
 }
 
 impl Cpu {
-    fn now(sim: &Server, gw: &Server, me: u32) -> Cpu {
+    pub(crate) fn now(sim: &Server, gw: &Server, me: u32) -> Cpu {
         let c = |pid| servers::cpu_time(pid).unwrap_or_default();
         let (machine_busy, machine_total) = servers::machine_cpu().unwrap_or_default();
         Cpu {

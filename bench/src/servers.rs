@@ -226,6 +226,17 @@ pub fn machine_cpu() -> Option<(Duration, Duration)> {
     Some((ticks(total - idle), ticks(total)))
 }
 
+/// The CPUs this process may run on (`Cpus_allowed_list` in `/proc/self/status`, e.g. `0-1`),
+/// which the servers it starts inherit: `taskset -c 0 sovereign-bench …` keeps them off the
+/// other cores (bench/README.md, "Replicas").
+pub fn cpus_allowed() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+}
+
 /// The 1-minute load average.
 pub fn loadavg() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
