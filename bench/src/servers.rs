@@ -237,6 +237,21 @@ pub fn cpus_allowed() -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
+/// Whether this process may run on fewer CPUs than the machine has online (`taskset`).
+pub fn pinned() -> bool {
+    let online = std::fs::read_to_string("/proc/stat")
+        .map(|s| {
+            s.lines()
+                .filter(|l| {
+                    l.strip_prefix("cpu")
+                        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    std::thread::available_parallelism().is_ok_and(|n| n.get() < online)
+}
+
 /// The 1-minute load average.
 pub fn loadavg() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
