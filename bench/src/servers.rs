@@ -237,7 +237,9 @@ pub fn cpus_allowed() -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
-/// Whether this process may run on fewer CPUs than the machine has online (`taskset`).
+/// Whether this process may run on fewer CPUs than the machine has online (`taskset`). Counts
+/// the CPUs of [`cpus_allowed`] (`std::thread::available_parallelism` would also count cgroup
+/// quotas, which are not pinning).
 pub fn pinned() -> bool {
     let online = std::fs::read_to_string("/proc/stat")
         .map(|s| {
@@ -249,7 +251,20 @@ pub fn pinned() -> bool {
                 .count()
         })
         .unwrap_or(0);
-    std::thread::available_parallelism().is_ok_and(|n| n.get() < online)
+    cpus_allowed().is_some_and(|list| count_cpus(&list) < online)
+}
+
+/// How many CPUs a list such as `0-1,3` names (0 if it does not parse).
+fn count_cpus(list: &str) -> usize {
+    list.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => match (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => usize::from(part.trim().parse::<usize>().is_ok()),
+        })
+        .sum()
 }
 
 /// The 1-minute load average.
@@ -260,4 +275,17 @@ pub fn loadavg() -> Option<f64> {
         .next()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_cpus;
+
+    #[test]
+    fn cpu_lists_are_counted_as_taskset_writes_them() {
+        assert_eq!(count_cpus("0"), 1);
+        assert_eq!(count_cpus("0-1"), 2);
+        assert_eq!(count_cpus("0-3,6,8-9"), 7);
+        assert_eq!(count_cpus("x"), 0);
+    }
 }
