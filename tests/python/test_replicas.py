@@ -129,11 +129,52 @@ def test_a_request_rate_is_exact_across_two_replicas(sim, keys, pg, redis_server
         stop_all(replicas)
 
 
+def first_refusal(client: httpx.Client, auth: dict, returned: float, every: float = 0.002,
+                  give_up: float = 1.0) -> tuple[float, float]:
+    """Probes replica B from `returned` on, one probe every `every` seconds, each on its own
+    thread: an accepted probe waits for its durable journal entry, and one slow disk sync must
+    not hold back the next probe (a loop that waits for each answer measured the disk, not the
+    revocation). Returns, relative to `returned`, when the first refused probe was sent and when
+    the last accepted one was."""
+    results: list[tuple[float, httpx.Response]] = []
+    lock = threading.Lock()
+    refused = threading.Event()
+
+    def probe():
+        sent = time.monotonic() - returned
+        r = client.get("/v1/models", headers=auth)
+        with lock:
+            results.append((sent, r))
+        if r.status_code != 200:
+            refused.set()
+
+    with ThreadPoolExecutor(32) as pool:
+        futures = []
+        next_at = returned
+        while not refused.is_set():
+            now = time.monotonic()
+            assert now - returned < give_up, "still accepted on B after 1 s"
+            if now >= next_at:
+                futures.append(pool.submit(probe))
+                next_at += every
+            else:
+                refused.wait(next_at - now)
+        for f in futures:
+            f.result()
+    for _, r in results:
+        assert r.status_code in (200, 401), r.text
+        if r.status_code == 401:
+            assert r.json()["error"]["code"] == "revoked_api_key"
+    refused_at = min(t for t, r in results if r.status_code == 401)
+    accepted_until = max((t for t, r in results if r.status_code == 200), default=0.0)
+    return refused_at, accepted_until
+
+
 def test_a_key_revoked_on_one_replica_is_refused_on_the_other_within_100_ms(sim, keys, pg, redis_server,
                                                                            tmp_path, record_property):
     a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "revoke")
     try:
-        delays = []
+        delays, accepted = [], []
         with admin(a_, keys) as a, httpx.Client(base_url=b_.url, timeout=30) as b:
             team = new_team(a)
             for _ in range(50):
@@ -142,22 +183,19 @@ def test_a_key_revoked_on_one_replica_is_refused_on_the_other_within_100_ms(sim,
                 # Cached on B before the revocation.
                 assert b.get("/v1/models", headers=auth).status_code == 200
                 assert a.post(f"/v1/admin/keys/{key['id']}/revoke").status_code == 200
-                returned = time.monotonic()
-                while True:
-                    r = b.get("/v1/models", headers=auth)
-                    if r.status_code == 401:
-                        delays.append(time.monotonic() - returned)
-                        assert r.json()["error"]["code"] == "revoked_api_key"
-                        break
-                    assert r.status_code == 200
-                    assert time.monotonic() - returned < 1.0, "still accepted on B after 1 s"
+                refused_at, accepted_until = first_refusal(b, auth, time.monotonic())
+                delays.append(refused_at)
+                accepted.append(accepted_until)
         delays.sort()
         p50 = statistics.median(delays) * 1000
         p99 = delays[int(len(delays) * 0.99) - 1] * 1000
-        print(f"revocation reached the other replica: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {delays[-1]*1000:.2f} ms")
+        print(f"revocation reached the other replica: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {delays[-1]*1000:.2f} ms "
+              f"(the first refused request's send; the last accepted one was sent at most "
+              f"{max(accepted)*1000:.2f} ms after the revoke returned)")
         record_property("revocation_p50_ms", round(p50, 2))
         record_property("revocation_p99_ms", round(p99, 2))
         assert delays[-1] < 0.1, f"slowest {delays[-1]*1000:.1f} ms"
+        assert max(accepted) < 0.1, f"a request sent {max(accepted)*1000:.1f} ms after the revoke was accepted"
     finally:
         stop_all(replicas)
 
