@@ -231,16 +231,18 @@ async fn side_by_side(
          PostgreSQL and Redis here; a deployment runs them on machines of their own)",
         gateway_cpu * 100.0
     );
-    let side = |s: &Side| {
+    let with_cpu = |s: &Side| {
         let [sim_us, gw_us, load_us, else_us] = s.cpu_per_request();
         let mut v = side(&s.rec);
         v["cpu_us_per_request"] =
             json!({"gateway": gw_us, "simulator": sim_us, "load": load_us, "else": else_us});
         v
     };
-    Ok(json!({"embedded": side(embedded), "replica": side(replica),
+    Ok(
+        json!({"embedded": with_cpu(embedded), "replica": with_cpu(replica),
               "ratio": (ratio * 1000.0).round() / 1000.0, "goal": GOAL_RATIO,
-              "gateway_cpu_ratio": (gateway_cpu * 1000.0).round() / 1000.0}))
+              "gateway_cpu_ratio": (gateway_cpu * 1000.0).round() / 1000.0}),
+    )
 }
 
 async fn together(args: &Args, client: &HttpClient, pair: &[Target; 2]) -> anyhow::Result<Value> {

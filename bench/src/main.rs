@@ -675,15 +675,12 @@ fn report(args: &Args, d: &Side, g: &Side, rounds_detail: Vec<Value>, load: (f64
     }
 
     println!();
+    let ([d_sim, d_gw, d_bench, _], [g_sim, g_gw, g_bench, _]) =
+        (d.cpu_per_request(), g.cpu_per_request());
     println!(
         "CPU per request (µs, /proc/PID/stat, 10 ms ticks): \
-         direct phase: upstream {} gateway {} bench {} | gateway phase: upstream {} gateway {} bench {}",
-        per_request_us(d.cpu_sim, d.rec.ok),
-        per_request_us(d.cpu_gw, d.rec.ok),
-        per_request_us(d.cpu_bench, d.rec.ok),
-        per_request_us(g.cpu_sim, g.rec.ok),
-        per_request_us(g.cpu_gw, g.rec.ok),
-        per_request_us(g.cpu_bench, g.rec.ok),
+         direct phase: upstream {d_sim} gateway {d_gw} bench {d_bench} | gateway phase: upstream \
+         {g_sim} gateway {g_gw} bench {g_bench}",
     );
     println!(
         "other processes on the machine: {:.1}% of all cores during the direct phase, {:.1}% \
@@ -752,6 +749,7 @@ fn report(args: &Args, d: &Side, g: &Side, rounds_detail: Vec<Value>, load: (f64
     }
 
     let side = |s: &Side| {
+        let [sim_us, gw_us, bench_us, _] = s.cpu_per_request();
         json!({
             "ok": s.rec.ok,
             "errors": s.rec.errors,
@@ -761,9 +759,9 @@ fn report(args: &Args, d: &Side, g: &Side, rounds_detail: Vec<Value>, load: (f64
             "complete_ms": if args.stream { quantiles_json(&s.rec.complete) } else { Value::Null },
             "others_cpu_share": round3(s.others_share()),
             "cpu_us_per_request": {
-                "upstream": per_request_us(s.cpu_sim, s.rec.ok),
-                "gateway": per_request_us(s.cpu_gw, s.rec.ok),
-                "bench": per_request_us(s.cpu_bench, s.rec.ok),
+                "upstream": sim_us,
+                "gateway": gw_us,
+                "bench": bench_us,
             },
         })
     };
