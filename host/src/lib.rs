@@ -36,6 +36,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::server::lanes::Lanes;
 use crate::server::serve::{ServeOptions, serve};
 use crate::server::tls::TlsListener;
 
@@ -44,6 +45,8 @@ use crate::server::tls::TlsListener;
 pub struct Gateway {
     state: state::AppState,
     opts: ServeOptions,
+    /// Serving threads (`[server] threads`); 0 serves on the runtime `serve` runs on.
+    threads: usize,
     /// The HTTPS listener's material and reload, when `[tls]` is set.
     tls: Option<Arc<TlsListener>>,
 }
@@ -56,8 +59,9 @@ impl Gateway {
             shutdown_grace: config.server.shutdown_grace,
         };
         let tls = config.tls.clone();
+        let threads = config.server.threads;
         let state = state::AppState::new(config).await?;
-        Gateway::assemble(state, opts, tls)
+        Gateway::assemble(state, opts, threads, tls)
     }
 
     /// [`Gateway::new`] with test doubles (clocks).
@@ -68,13 +72,15 @@ impl Gateway {
             shutdown_grace: config.server.shutdown_grace,
         };
         let tls = config.tls.clone();
+        let threads = config.server.threads;
         let state = state::AppState::with_parts(config, parts).await?;
-        Gateway::assemble(state, opts, tls)
+        Gateway::assemble(state, opts, threads, tls)
     }
 
     fn assemble(
         state: state::AppState,
         opts: ServeOptions,
+        threads: usize,
         tls: Option<config::TlsConfig>,
     ) -> anyhow::Result<Gateway> {
         // The TLS counters live with every other counter; the material was checked when the
@@ -83,7 +89,12 @@ impl Gateway {
             Some(t) => Some(TlsListener::new(&t, state.0.metrics.clone())?),
             None => None,
         };
-        Ok(Gateway { state, opts, tls })
+        Ok(Gateway {
+            state,
+            opts,
+            threads,
+            tls,
+        })
     }
 
     /// The HTTPS listener's state when `[tls]` is set (tests reload through it).
@@ -113,6 +124,11 @@ impl Gateway {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
+        let lanes = match self.threads {
+            0 => None,
+            // Lane `i` calls upstreams through pool `1 + i` (`Upstreams::new`).
+            n => Some(Lanes::start(n, |lane| upstream::use_pool(1 + lane))?),
+        };
         let upkeep = tokio::spawn({
             let state = self.state.clone();
             async move {
@@ -149,6 +165,7 @@ impl Gateway {
             routes::router(self.state.clone()),
             self.opts,
             self.tls.clone(),
+            lanes.as_ref(),
             shutdown,
         )
         .await;
@@ -168,6 +185,10 @@ impl Gateway {
         if let Err(e) = self.state.index_journal_now().await {
             tracing::warn!(error = %e, "copying the journal's last entries failed; they are copied at the next start");
         }
+        // Last: tasks the requests spawned ran on the lanes until the state was closed.
+        if let Some(lanes) = lanes {
+            lanes.stop().await;
+        }
         result?;
         Ok(())
     }
@@ -185,7 +206,7 @@ pub async fn run_simulator(
         header_read_timeout: std::time::Duration::from_secs(30),
         shutdown_grace: std::time::Duration::from_secs(5),
     };
-    serve(listener, app, opts, None, shutdown).await?;
+    serve(listener, app, opts, None, None, shutdown).await?;
     Ok(())
 }
 

@@ -330,6 +330,18 @@ hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
     }
 
     #[test]
+    fn serving_threads_default_to_the_cpus_and_are_bounded() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(Config::parse(GOOD).unwrap().server.threads, cpus);
+        let shared = Config::parse(&format!("{GOOD}\n[server]\nthreads = 0\n")).unwrap();
+        assert_eq!(shared.server.threads, 0);
+        let text = Config::parse(&format!("{GOOD}\n[server]\nthreads = 5000\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("server.threads"), "{text}");
+    }
+
+    #[test]
     fn a_base_url_with_credentials_is_refused() {
         let bad = GOOD.replace(
             "base_url = \"http://127.0.0.1:9000/v1\"",

@@ -1,10 +1,13 @@
-//! `[server]`: the listener and the transport limits (body size, connections, header and body
-//! read timeouts, shutdown grace).
+//! `[server]`: the listener, the serving threads and the transport limits (body size,
+//! connections, header and body read timeouts, shutdown grace).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+/// More serving threads than this is a typo, not a machine.
+const MAX_THREADS: u32 = 1024;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -15,6 +18,9 @@ pub(super) struct RawServer {
     header_read_timeout_ms: u64,
     body_read_timeout_ms: u64,
     shutdown_grace_ms: u64,
+    /// Serving threads (`server::lanes`); unset: one per CPU; 0: connections are tasks on the
+    /// shared work-stealing runtime instead.
+    threads: Option<u32>,
 }
 
 impl Default for RawServer {
@@ -26,6 +32,7 @@ impl Default for RawServer {
             header_read_timeout_ms: 10_000,
             body_read_timeout_ms: 30_000,
             shutdown_grace_ms: 30_000,
+            threads: None,
         }
     }
 }
@@ -38,6 +45,8 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
     pub shutdown_grace: Duration,
+    /// Serving threads; 0 serves on the shared runtime.
+    pub threads: usize,
 }
 
 /// `None` when `listen` is not an address (the error is reported).
@@ -66,6 +75,16 @@ pub(super) fn validate(s: &RawServer, err: &mut impl FnMut(String, &str)) -> Opt
             err(format!("server.{name}"), "must be at least 1");
         }
     }
+    if s.threads.is_some_and(|t| t > MAX_THREADS) {
+        err(
+            "server.threads".into(),
+            &format!("must be at most {MAX_THREADS}"),
+        );
+    }
+    let threads = match s.threads {
+        Some(t) => t as usize,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
     Some(ServerConfig {
         listen: listen?,
         max_body_bytes: usize::try_from(s.max_body_bytes).unwrap_or(usize::MAX),
@@ -73,5 +92,6 @@ pub(super) fn validate(s: &RawServer, err: &mut impl FnMut(String, &str)) -> Opt
         header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
         body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
         shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
+        threads,
     })
 }

@@ -165,7 +165,7 @@ async fn upstream_embedder(
         .find(|m| m.id.0 == id)
         .cloned()
         .ok_or_else(|| format!("[documents] embedding_model `{id}` is not a configured model"))?;
-    let client = Upstreams::new(std::slice::from_ref(&model)).map_err(|e| e.to_string())?;
+    let client = Upstreams::new(std::slice::from_ref(&model), 0).map_err(|e| e.to_string())?;
     let mut upstream = UpstreamEmbedder {
         model,
         client,

@@ -20,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
+use super::lanes::Lanes;
 use super::tls::TlsListener;
 
 #[derive(Debug, Clone, Copy)]
@@ -29,12 +30,14 @@ pub struct ServeOptions {
     pub shutdown_grace: Duration,
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then drains connections.
+/// Serves `app` on `listener` until `shutdown` resolves, then drains connections. Each accepted
+/// connection runs on one of `lanes` when given, else as a task on the runtime this runs on.
 pub async fn serve(
     listener: TcpListener,
     app: axum::Router,
     opts: ServeOptions,
     tls: Option<Arc<TlsListener>>,
+    lanes: Option<&Lanes>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(opts.max_connections));
@@ -83,7 +86,7 @@ pub async fn serve(
         let watcher = graceful.watcher();
         let header_read_timeout = opts.header_read_timeout;
         let tls = tls.clone();
-        tokio::spawn(async move {
+        let conn = move |stream: tokio::net::TcpStream| async move {
             let result = match tls {
                 None => {
                     if !sniffed_in_time(&stream, header_read_timeout).await {
@@ -123,7 +126,11 @@ pub async fn serve(
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
             drop(permit);
-        });
+        };
+        match lanes {
+            Some(lanes) => lanes.run(stream, conn),
+            None => drop(tokio::spawn(conn(stream))),
+        }
     }
 
     drop(listener);

@@ -202,7 +202,7 @@ impl AppState {
             )),
             false => None,
         };
-        let upstreams = Upstreams::new(&config.models)?;
+        let upstreams = Upstreams::new(&config.models, config.server.threads)?;
         let traces = tokio::task::spawn_blocking({
             let c = config.traces.clone();
             move || crate::traces::Traces::start(&c)

@@ -29,8 +29,9 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Most idle connections kept per upstream host (enough for every concurrent request).
 const POOL_MAX_IDLE_PER_HOST: usize = 1024;
 
-/// Builds the model's client; fails on unreadable TLS material.
-pub fn build(model: &ModelConfig) -> anyhow::Result<HttpClient> {
+/// Builds `pools` clients of the model, each with its own connection pool and the same
+/// connector; fails on unreadable TLS material.
+pub fn build(model: &ModelConfig, pools: usize) -> anyhow::Result<Vec<HttpClient>> {
     let tls = match &model.tls {
         // The model's own CA bundle (and client certificate): no system trust store.
         Some(spec) => spec
@@ -48,11 +49,14 @@ pub fn build(model: &ModelConfig) -> anyhow::Result<HttpClient> {
         inner: HttpsConnector::from((tcp, tls)),
         timeout: model.timeouts.connect,
     };
-    Ok(Client::builder(TokioExecutor::new())
+    let mut builder = Client::builder(TokioExecutor::new());
+    builder
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-        .pool_timer(TokioTimer::new())
-        .build(connector))
+        .pool_timer(TokioTimer::new());
+    Ok((0..pools.max(1))
+        .map(|_| builder.build(connector.clone()))
+        .collect())
 }
 
 /// `https` upstreams without a `tls` table: the system's trust store, TLS 1.3 and 1.2, ALPN

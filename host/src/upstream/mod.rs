@@ -7,6 +7,7 @@ mod client;
 pub mod health;
 mod sse;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -82,14 +83,27 @@ pub enum Endpoint {
     Embeddings,
 }
 
-/// A model's pooled client and what it needs to address the upstream.
+/// A model's pooled clients and what it needs to address the upstream.
 struct ModelClient {
-    client: client::HttpClient,
+    /// Pool 0 off the serving lanes, then one per lane (`server::lanes`, [`use_pool`]): a
+    /// lane's requests reuse connections whose tasks run on the same thread.
+    pools: Box<[client::HttpClient]>,
     /// `Bearer <key>`, marked sensitive (kept out of debug output).
     authorization: Option<HeaderValue>,
     chat_url: Uri,
     completions_url: Uri,
     embeddings_url: Uri,
+}
+
+thread_local! {
+    /// The connection pool this thread's calls use (0 unless [`use_pool`] said otherwise).
+    static POOL: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Points this thread's upstream calls at pool `pool` of each model (a serving lane's, `1 +` its
+/// number; one past the last falls back to pool 0).
+pub fn use_pool(pool: usize) {
+    POOL.set(pool);
 }
 
 /// All upstream clients, built once at start-up.
@@ -105,7 +119,9 @@ pub struct Exchange {
 }
 
 impl Upstreams {
-    pub fn new(models: &[Arc<ModelConfig>]) -> anyhow::Result<Upstreams> {
+    /// The models' clients, with a connection pool for each of `lanes` serving lanes (pools
+    /// `1..=lanes`, [`use_pool`]) besides the one used off them (pool 0).
+    pub fn new(models: &[Arc<ModelConfig>], lanes: usize) -> anyhow::Result<Upstreams> {
         let mut clients = HashMap::new();
         for m in models {
             let authorization = match &m.api_key_env {
@@ -118,7 +134,7 @@ impl Upstreams {
             clients.insert(
                 m.id.clone(),
                 ModelClient {
-                    client: client::build(m)?,
+                    pools: client::build(m, 1 + lanes)?.into(),
                     authorization,
                     chat_url: uri("chat/completions")?,
                     completions_url: uri("completions")?,
@@ -167,7 +183,8 @@ impl Upstreams {
             headers.insert(TRACEPARENT, tp);
         }
         let first_byte = model.timeouts.first_byte.min(model.timeouts.total);
-        let response = match tokio::time::timeout(first_byte, mc.client.request(req)).await {
+        let client = mc.pools.get(POOL.get()).unwrap_or(&mc.pools[0]);
+        let response = match tokio::time::timeout(first_byte, client.request(req)).await {
             Err(_) => {
                 return Err(UpstreamError::Timeout {
                     model: model.id.clone(),
