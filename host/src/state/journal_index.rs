@@ -5,29 +5,54 @@
 //! replica killed before its last entries were copied copies them when it starts again (it
 //! resumes after the highest seq the store has).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Mutex;
 
 use super::AppState;
 use crate::journal::Tail;
-use crate::store::JournalRow;
+use crate::store::{JournalRow, Store, StoreResult};
 
 /// Between two passes.
 const EVERY: Duration = Duration::from_millis(500);
 /// Most entries copied in one transaction.
 const BATCH: usize = 2_000;
 
-/// The follower: where this replica's chain was read up to.
+/// The follower: where this replica's chain was read up to. Its lock is held for a whole pass,
+/// from reading the files to the store's commit.
 pub struct Indexer {
-    tail: Mutex<Option<Tail>>,
+    tail: Arc<Mutex<Option<Tail>>>,
 }
 
 impl Indexer {
     pub fn new() -> Indexer {
         Indexer {
-            tail: Mutex::new(None),
+            tail: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// What the retention task drops pruned entries from the shared copy with.
+    pub(super) fn pruner(&self, store: Arc<dyn Store>) -> IndexPruner {
+        IndexPruner {
+            store,
+            tail: self.tail.clone(),
+        }
+    }
+}
+
+/// Drops a retention pass's pruned entries from the shared copy, under the follower's lock: a
+/// pass that read entries from a segment just before retention removed it commits them before
+/// this deletes them, never after (they would stay in the copy for good).
+pub(super) struct IndexPruner {
+    store: Arc<dyn Store>,
+    tail: Arc<Mutex<Option<Tail>>>,
+}
+
+impl IndexPruner {
+    pub(super) async fn prune(&self, replica: String, through_seq: i64) -> StoreResult<u64> {
+        let _no_pass_under_way = self.tail.lock().await;
+        self.store.prune_journal_index(replica, through_seq).await
     }
 }
 

@@ -210,11 +210,15 @@ impl AppState {
         .await??;
         let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
+        let journal_index = journal_index::Indexer::new();
         let (journal, retention) = match &config.journal {
             Some(settings) => {
                 let journal = open_journal(&settings.open).await?;
                 let task = settings.retention.prunes().then(|| {
-                    let index = config.store.is_shared().then(|| store.clone());
+                    let index = config
+                        .store
+                        .is_shared()
+                        .then(|| journal_index.pruner(store.clone()));
                     retention_task(settings.clone(), index)
                 });
                 (Some(journal), task)
@@ -244,7 +248,7 @@ impl AppState {
             webhooks,
             journal,
             retention,
-            journal_index: journal_index::Indexer::new(),
+            journal_index,
             sovereign_id,
             started_unix,
             bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),

@@ -52,7 +52,7 @@ pub(super) async fn open_journal(cfg: &crate::journal::JournalConfig) -> anyhow:
 /// pass pruned.
 pub(super) fn retention_task(
     settings: crate::config::JournalSettings,
-    index: Option<std::sync::Arc<dyn crate::store::Store>>,
+    index: Option<super::journal_index::IndexPruner>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(settings.retention.interval);
@@ -65,10 +65,10 @@ pub(super) fn retention_task(
             .await;
             match pass {
                 Ok(Ok(report)) => {
-                    if let (Some(store), true) = (&index, report.anchor_seq > 0) {
+                    if let (Some(index), true) = (&index, report.anchor_seq > 0) {
                         let replica = settings.open.sovereign_id.clone();
                         let through = i64::try_from(report.anchor_seq).unwrap_or(i64::MAX);
-                        if let Err(e) = store.prune_journal_index(replica, through).await {
+                        if let Err(e) = index.prune(replica, through).await {
                             tracing::warn!(error = %e, "pruning the shared journal index failed");
                         }
                     }
