@@ -45,8 +45,6 @@ use crate::server::tls::TlsListener;
 pub struct Gateway {
     state: state::AppState,
     opts: ServeOptions,
-    /// Serving threads (`[server] threads`); 0 serves on the runtime `serve` runs on.
-    threads: usize,
     /// The HTTPS listener's material and reload, when `[tls]` is set.
     tls: Option<Arc<TlsListener>>,
 }
@@ -59,9 +57,8 @@ impl Gateway {
             shutdown_grace: config.server.shutdown_grace,
         };
         let tls = config.tls.clone();
-        let threads = config.server.threads;
         let state = state::AppState::new(config).await?;
-        Gateway::assemble(state, opts, threads, tls)
+        Gateway::assemble(state, opts, tls)
     }
 
     /// [`Gateway::new`] with test doubles (clocks).
@@ -72,15 +69,13 @@ impl Gateway {
             shutdown_grace: config.server.shutdown_grace,
         };
         let tls = config.tls.clone();
-        let threads = config.server.threads;
         let state = state::AppState::with_parts(config, parts).await?;
-        Gateway::assemble(state, opts, threads, tls)
+        Gateway::assemble(state, opts, tls)
     }
 
     fn assemble(
         state: state::AppState,
         opts: ServeOptions,
-        threads: usize,
         tls: Option<config::TlsConfig>,
     ) -> anyhow::Result<Gateway> {
         // The TLS counters live with every other counter; the material was checked when the
@@ -89,12 +84,7 @@ impl Gateway {
             Some(t) => Some(TlsListener::new(&t, state.0.metrics.clone())?),
             None => None,
         };
-        Ok(Gateway {
-            state,
-            opts,
-            threads,
-            tls,
-        })
+        Ok(Gateway { state, opts, tls })
     }
 
     /// The HTTPS listener's state when `[tls]` is set (tests reload through it).
@@ -124,7 +114,7 @@ impl Gateway {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
-        let lanes = match self.threads {
+        let lanes = match self.state.0.config.server.threads {
             0 => None,
             // Lane `i` calls upstreams through pool `1 + i` (`Upstreams::new`).
             n => Some(Lanes::start(n, |lane| upstream::use_pool(1 + lane))?),

@@ -1,10 +1,11 @@
 //! Serving lanes: a few threads, each running its own single-threaded tokio runtime. The accept
 //! loop hands every accepted connection to the lane with the fewest open connections, and from
 //! then on the connection's requests, the tasks they spawn and their upstream calls (each lane
-//! names its own upstream pools through the hook it starts with) run on that one thread. On the shared work-stealing
-//! runtime a request's wake-ups crossed threads several times (the upstream connection's task,
-//! a stolen task, the idle worker woken to steal), each crossing a futex wake and, on a virtual
-//! machine, an interrupt through the hypervisor (bench/README.md, "Serving lanes").
+//! names its own upstream pools through the hook it starts with) run on that one thread. On the
+//! shared work-stealing runtime a request's wake-ups crossed threads several times (the upstream
+//! connection's task, a stolen task, the idle worker woken to steal), each crossing a futex wake
+//! and, on a virtual machine, an interrupt through the hypervisor (bench/README.md, "Serving
+//! lanes").
 //!
 //! Lanes run until [`Lanes::stop`], after the gateway has drained its connections and closed its
 //! state, because tasks spawned on a lane (a journal append, a webhook worker started by an API
