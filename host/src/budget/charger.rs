@@ -34,24 +34,26 @@ impl Charger {
     /// Starts the writer task; it ends when every [`Charger`] handle is dropped and the queue is
     /// drained (the returned handle completes then).
     pub fn start(store: Arc<dyn Store>) -> (Charger, tokio::task::JoinHandle<()>) {
-        let (queue, task) = GroupCommit::start("usage", MAX_BATCH, move |items: Vec<Durable>| {
-            let store = store.clone();
-            let mut charges = Vec::with_capacity(items.len());
-            let mut responses = Vec::new();
-            for item in items {
-                match item {
-                    Durable::Charge(c) => charges.push(c),
-                    Durable::Response(r) => responses.push(*r),
+        let runs = store.group_commits_run();
+        let (queue, task) =
+            GroupCommit::start_on(runs, "usage", MAX_BATCH, move |items: Vec<Durable>| {
+                let store = store.clone();
+                let mut charges = Vec::with_capacity(items.len());
+                let mut responses = Vec::new();
+                for item in items {
+                    match item {
+                        Durable::Charge(c) => charges.push(c),
+                        Durable::Response(r) => responses.push(*r),
+                    }
                 }
-            }
-            Box::pin(async move {
-                if responses.is_empty() {
-                    store.charge(charges).await
-                } else {
-                    store.charge_and_store(charges, responses).await
-                }
-            })
-        });
+                Box::pin(async move {
+                    if responses.is_empty() {
+                        store.charge(charges).await
+                    } else {
+                        store.charge_and_store(charges, responses).await
+                    }
+                })
+            });
         (Charger { queue }, task)
     }
 

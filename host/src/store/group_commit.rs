@@ -6,6 +6,13 @@
 //! the webhook outbox (deliveries) and the webhook recorder (attempt outcomes) are this, with
 //! their own write.
 //!
+//! The writer runs where its store's calls are cheapest ([`Runs`]): as a task on the shared
+//! runtime (PostgreSQL: its calls are I/O on that runtime), or, for a store whose calls block a
+//! thread (SQLite), on a thread of its own where the store writes inline
+//! ([`on_writer_thread`]). From a task, each batch crossed threads four times: the task woken,
+//! the write handed to the blocking pool, the task woken again with its result, the waiters
+//! woken; on its own thread, twice (bench/README.md, "Group commit on a thread of its own").
+//!
 //! A shared store (PostgreSQL) may be away for a while; [`GroupCommit::tolerate_outages`] lets
 //! waiters go on while the writer has been failing for less than the grace: their items stay
 //! queued and are retried until they commit (in memory only, meanwhile). Past the grace, waiters
@@ -16,12 +23,32 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
+use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, oneshot};
 
 use super::StoreResult;
 
 /// Longest pause between two tries of a failing write.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Where a queue's writer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// A task on the runtime that starts it.
+    Task,
+    /// A thread of its own (named after the queue), on which the store's calls run inline.
+    Thread,
+}
+
+thread_local! {
+    static WRITER_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this is a writer's own thread ([`Runs::Thread`]): a store whose calls block may run
+/// them here directly instead of handing them to the blocking pool.
+pub fn on_writer_thread() -> bool {
+    WRITER_THREAD.with(std::cell::Cell::get)
+}
 
 enum Job<T> {
     Item(T, Option<oneshot::Sender<()>>),
@@ -119,6 +146,20 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
         (queue, writer.start(what, max_batch, write))
     }
 
+    /// The queue with its writer started where `runs` says ([`Writer::start_on`]).
+    pub fn start_on<W>(
+        runs: Runs,
+        what: &'static str,
+        max_batch: usize,
+        write: W,
+    ) -> (GroupCommit<T>, tokio::task::JoinHandle<()>)
+    where
+        W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
+    {
+        let (queue, writer) = GroupCommit::channel();
+        (queue, writer.start_on(runs, what, max_batch, write))
+    }
+
     /// Queues `item`; false when the writer has stopped.
     pub fn push(&self, item: T) -> bool {
         self.tx.send(Job::Item(item, None)).is_ok()
@@ -182,44 +223,160 @@ impl<T: Clone + Send + 'static> Writer<T> {
         self,
         what: &'static str,
         max_batch: usize,
-        mut write: W,
+        write: W,
     ) -> tokio::task::JoinHandle<()>
     where
         W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
     {
-        let (mut rx, health) = (self.rx, self.health);
+        tokio::spawn(self.run(what, max_batch, write))
+    }
+
+    /// [`Writer::start`], or with [`Runs::Thread`] the same loop on a thread of its own (a
+    /// single-threaded runtime; [`on_writer_thread`] is true there), or on a task after all if
+    /// the thread cannot be made. The handle completes when the loop ends, as the task's would.
+    pub fn start_on<W>(
+        self,
+        runs: Runs,
+        what: &'static str,
+        max_batch: usize,
+        write: W,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
+    {
+        if runs == Runs::Task {
+            return self.start(what, max_batch, write);
+        }
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => return self.on_a_task_after_all(&e, what, max_batch, write),
+        };
+        // The runtime and the loop move to the thread once it exists: without one, the loop can
+        // still run as a task, and the runtime is not dropped here (inside the caller's runtime,
+        // where dropping one panics).
+        let (hand_over, handed) = std::sync::mpsc::sync_channel::<(Runtime, Self, W)>(1);
+        let (ended, done) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("commit-{what}"))
+            .spawn(move || {
+                if let Ok((runtime, writer, write)) = handed.recv() {
+                    WRITER_THREAD.with(|w| w.set(true));
+                    runtime.block_on(writer.run(what, max_batch, write));
+                }
+                let _ = ended.send(());
+            });
+        if let Err(e) = thread {
+            runtime.shutdown_background();
+            return self.on_a_task_after_all(&e, what, max_batch, write);
+        }
+        if let Err(std::sync::mpsc::SendError((runtime, ..))) =
+            hand_over.send((runtime, self, write))
+        {
+            runtime.shutdown_background();
+        }
         tokio::spawn(async move {
-            let mut jobs = Vec::with_capacity(max_batch);
-            while rx.recv_many(&mut jobs, max_batch).await > 0 {
-                let mut items = Vec::with_capacity(jobs.len());
-                let mut acks = Vec::new();
-                for job in jobs.drain(..) {
-                    match job {
-                        Job::Item(item, ack) => {
-                            items.push(item);
-                            acks.extend(ack);
-                        }
-                        Job::Flush(ack) => acks.push(ack),
+            let _ = done.await;
+        })
+    }
+
+    fn on_a_task_after_all<W>(
+        self,
+        e: &std::io::Error,
+        what: &'static str,
+        max_batch: usize,
+        write: W,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
+    {
+        tracing::warn!(error = %e, what, "no thread for the group commit's writer; it runs as a task");
+        self.start(what, max_batch, write)
+    }
+
+    /// The writer's loop.
+    async fn run<W>(self, what: &'static str, max_batch: usize, mut write: W)
+    where
+        W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
+    {
+        let (mut rx, health) = (self.rx, self.health);
+        let mut jobs = Vec::with_capacity(max_batch);
+        while rx.recv_many(&mut jobs, max_batch).await > 0 {
+            let mut items = Vec::with_capacity(jobs.len());
+            let mut acks = Vec::new();
+            for job in jobs.drain(..) {
+                match job {
+                    Job::Item(item, ack) => {
+                        items.push(item);
+                        acks.extend(ack);
                     }
-                }
-                if !items.is_empty() {
-                    let mut backoff = Duration::from_millis(10);
-                    while let Err(e) = write(items.clone()).await {
-                        tracing::error!(error = %e, what, items = items.len(), retry_in = ?backoff, "writing to the store failed; retrying");
-                        health.failing.send_if_modified(|f| {
-                            let first = f.is_none();
-                            f.get_or_insert_with(Instant::now);
-                            first
-                        });
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
-                    }
-                    health.failing.send_if_modified(|f| f.take().is_some());
-                }
-                for ack in acks {
-                    let _ = ack.send(());
+                    Job::Flush(ack) => acks.push(ack),
                 }
             }
-        })
+            if !items.is_empty() {
+                let mut backoff = Duration::from_millis(10);
+                while let Err(e) = write(items.clone()).await {
+                    tracing::error!(error = %e, what, items = items.len(), retry_in = ?backoff, "writing to the store failed; retrying");
+                    health.failing.send_if_modified(|f| {
+                        let first = f.is_none();
+                        f.get_or_insert_with(Instant::now);
+                        first
+                    });
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                health.failing.send_if_modified(|f| f.take().is_some());
+            }
+            for ack in acks {
+                let _ = ack.send(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Each batch the writer got, and whether it ran on the writer's own thread.
+    type Seen = Arc<Mutex<Vec<(Vec<u32>, bool)>>>;
+
+    fn writer(seen: &Seen) -> impl FnMut(Vec<u32>) -> BoxFuture<'static, StoreResult<()>> + use<> {
+        let seen = seen.clone();
+        move |items| {
+            let seen = seen.clone();
+            Box::pin(async move {
+                seen.lock().unwrap().push((items, on_writer_thread()));
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_writer_on_its_own_thread_writes_acknowledges_and_ends_with_its_queue() {
+        let seen = Seen::default();
+        let (queue, ended) = GroupCommit::start_on(Runs::Thread, "test", 8, writer(&seen));
+        queue.push_then_wait(1).await;
+        assert!(queue.push(2));
+        queue.flush().await;
+        assert_eq!(*seen.lock().unwrap(), [(vec![1], true), (vec![2], true)]);
+        assert!(!on_writer_thread(), "only the writer's thread is marked");
+        drop(queue);
+        tokio::time::timeout(Duration::from_secs(5), ended)
+            .await
+            .expect("the writer ends once its queue is gone")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_writer_task_is_not_on_a_writer_thread() {
+        let seen = Seen::default();
+        let (queue, _ended) = GroupCommit::start_on(Runs::Task, "test", 8, writer(&seen));
+        queue.push_then_wait(1).await;
+        assert_eq!(*seen.lock().unwrap(), [(vec![1], false)]);
     }
 }

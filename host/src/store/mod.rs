@@ -114,6 +114,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// budget counters, in one transaction: how the gateway persists what the in-memory ledger
     /// (`budget`) settled.
     fn charge(&self, batch: Vec<UsageRecord>) -> BoxFuture<'_, StoreResult<()>>;
+    /// Where a group commit's writer runs best against this store (`group_commit::Runs`): a
+    /// store whose calls block a thread (SQLite) runs them inline on the writer's own thread.
+    fn group_commits_run(&self) -> group_commit::Runs {
+        group_commit::Runs::Task
+    }
     /// Usage summed per key, model and actor, filtered; ordered by key, model, actor.
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>>;
 

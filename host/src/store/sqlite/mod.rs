@@ -26,6 +26,7 @@ use futures_util::future::BoxFuture;
 use rusqlite::Connection;
 
 // The column conversions the table modules share (`super::rules`: PostgreSQL uses them too).
+use super::group_commit;
 use super::rules::{from_json, i64_of, opt_i64_of, to_json};
 use super::{
     BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
@@ -109,7 +110,9 @@ impl SqliteStore {
         self.run(|c, _| migrations::version(c)).await
     }
 
-    /// Runs `f` with the connection and the current time on the blocking pool.
+    /// Runs `f` with the connection and the current time on the blocking pool, or right here on
+    /// a group commit's own writer thread (`group_commit::on_writer_thread`), which exists to
+    /// block on the store.
     fn run<T, F>(&self, f: F) -> BoxFuture<'static, StoreResult<T>>
     where
         T: Send + 'static,
@@ -117,20 +120,31 @@ impl SqliteStore {
     {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                // A poisoned lock means a panic mid-call; its transaction was rolled back when
-                // dropped, so the connection is still consistent.
-                let mut conn = inner
-                    .conn
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                // Read under the lock, so calls see time in the order they run.
-                let now = inner.clock.now_ms();
-                f(&mut conn, now)
-            })
-            .await
-            .map_err(|e| StoreError::Worker(e.to_string()))?
+            if group_commit::on_writer_thread() {
+                return inner.call(f);
+            }
+            tokio::task::spawn_blocking(move || inner.call(f))
+                .await
+                .map_err(|e| StoreError::Worker(e.to_string()))?
         })
+    }
+}
+
+impl Inner {
+    /// Blocking: `f` with the connection and the current time.
+    fn call<T>(
+        &self,
+        f: impl FnOnce(&mut Connection, UnixMillis) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        // A poisoned lock means a panic mid-call; its transaction was rolled back when dropped,
+        // so the connection is still consistent.
+        let mut conn = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Read under the lock, so calls see time in the order they run.
+        let now = self.clock.now_ms();
+        f(&mut conn, now)
     }
 }
 
@@ -247,6 +261,10 @@ impl Store for SqliteStore {
 
     fn charge(&self, batch: Vec<UsageRecord>) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c, _| usage::charge(c, &batch))
+    }
+
+    fn group_commits_run(&self) -> group_commit::Runs {
+        group_commit::Runs::Thread
     }
 
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
