@@ -6,12 +6,13 @@
 //! the webhook outbox (deliveries) and the webhook recorder (attempt outcomes) are this, with
 //! their own write.
 //!
-//! The writer runs where its store's calls are cheapest ([`Runs`]): as a task on the shared
-//! runtime (PostgreSQL: its calls are I/O on that runtime), or, for a store whose calls block a
-//! thread (SQLite), on a thread of its own where the store writes inline
-//! ([`on_writer_thread`]). From a task, each batch crossed threads four times: the task woken,
-//! the write handed to the blocking pool, the task woken again with its result, the waiters
-//! woken; on its own thread, twice (bench/README.md, "Group commit on a thread of its own").
+//! A writer runs as a task on the shared runtime, or on a thread of its own ([`Runs`]) where a
+//! store whose calls block a thread (SQLite) writes inline ([`on_writer_thread`]). The charger's
+//! runs where its store says (`Store::group_commits_run`: SQLite's on a thread; PostgreSQL's
+//! calls are I/O on the shared runtime); the webhook queues' are tasks. From a task, each batch
+//! crossed threads four times: the task woken, the write handed to the blocking pool, the task
+//! woken again with its result, the waiters woken; on its own thread, twice (bench/README.md,
+//! "Group commit on a thread of its own").
 //!
 //! A shared store (PostgreSQL) may be away for a while; [`GroupCommit::tolerate_outages`] lets
 //! waiters go on while the writer has been failing for less than the grace: their items stay
