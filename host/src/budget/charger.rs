@@ -31,12 +31,13 @@ pub struct Charger {
 }
 
 impl Charger {
-    /// Starts the writer task; it ends when every [`Charger`] handle is dropped and the queue is
-    /// drained (the returned handle completes then).
+    /// Starts the writer, where the store says (`Store::group_commits_run`: SQLite's on a thread
+    /// of its own); it ends when every [`Charger`] handle is dropped and the queue is drained
+    /// (the returned handle completes then).
     pub fn start(store: Arc<dyn Store>) -> (Charger, tokio::task::JoinHandle<()>) {
         let runs = store.group_commits_run();
         let (queue, task) =
-            GroupCommit::start_on(runs, "usage", MAX_BATCH, move |items: Vec<Durable>| {
+            GroupCommit::start(runs, "usage", MAX_BATCH, move |items: Vec<Durable>| {
                 let store = store.clone();
                 let mut charges = Vec::with_capacity(items.len());
                 let mut responses = Vec::new();

@@ -134,21 +134,8 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
         )
     }
 
-    /// The queue with its writer started.
+    /// The queue with its writer started where `runs` says ([`Writer::start`]).
     pub fn start<W>(
-        what: &'static str,
-        max_batch: usize,
-        write: W,
-    ) -> (GroupCommit<T>, tokio::task::JoinHandle<()>)
-    where
-        W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
-    {
-        let (queue, writer) = GroupCommit::channel();
-        (queue, writer.start(what, max_batch, write))
-    }
-
-    /// The queue with its writer started where `runs` says ([`Writer::start_on`]).
-    pub fn start_on<W>(
         runs: Runs,
         what: &'static str,
         max_batch: usize,
@@ -158,7 +145,7 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
         W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
     {
         let (queue, writer) = GroupCommit::channel();
-        (queue, writer.start_on(runs, what, max_batch, write))
+        (queue, writer.start(runs, what, max_batch, write))
     }
 
     /// Queues `item`; false when the writer has stopped.
@@ -218,24 +205,12 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
 }
 
 impl<T: Clone + Send + 'static> Writer<T> {
-    /// Spawns the writer task: `write` gets each batch (again, after a pause, while it fails). It
-    /// ends when every [`GroupCommit`] handle is dropped and the queue is drained.
+    /// Starts the writer: `write` gets each batch (again, after a pause, while it fails). It
+    /// ends when every [`GroupCommit`] handle is dropped and the queue is drained, and the
+    /// returned handle completes then. [`Runs::Task`]: a task on the caller's runtime.
+    /// [`Runs::Thread`]: the same loop on a thread of its own (a single-threaded runtime;
+    /// [`on_writer_thread`] is true there), or on a task after all if the thread cannot be made.
     pub fn start<W>(
-        self,
-        what: &'static str,
-        max_batch: usize,
-        write: W,
-    ) -> tokio::task::JoinHandle<()>
-    where
-        W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
-    {
-        tokio::spawn(self.run(what, max_batch, write))
-    }
-
-    /// [`Writer::start`], or with [`Runs::Thread`] the same loop on a thread of its own (a
-    /// single-threaded runtime; [`on_writer_thread`] is true there), or on a task after all if
-    /// the thread cannot be made. The handle completes when the loop ends, as the task's would.
-    pub fn start_on<W>(
         self,
         runs: Runs,
         what: &'static str,
@@ -246,7 +221,7 @@ impl<T: Clone + Send + 'static> Writer<T> {
         W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
     {
         if runs == Runs::Task {
-            return self.start(what, max_batch, write);
+            return tokio::spawn(self.run(what, max_batch, write));
         }
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -294,7 +269,7 @@ impl<T: Clone + Send + 'static> Writer<T> {
         W: FnMut(Vec<T>) -> BoxFuture<'static, StoreResult<()>> + Send + 'static,
     {
         tracing::warn!(error = %e, what, "no thread for the group commit's writer; it runs as a task");
-        self.start(what, max_batch, write)
+        tokio::spawn(self.run(what, max_batch, write))
     }
 
     /// The writer's loop.
@@ -360,7 +335,7 @@ mod tests {
     #[tokio::test]
     async fn a_writer_on_its_own_thread_writes_acknowledges_and_ends_with_its_queue() {
         let seen = Seen::default();
-        let (queue, ended) = GroupCommit::start_on(Runs::Thread, "test", 8, writer(&seen));
+        let (queue, ended) = GroupCommit::start(Runs::Thread, "test", 8, writer(&seen));
         queue.push_then_wait(1).await;
         assert!(queue.push(2));
         queue.flush().await;
@@ -376,7 +351,7 @@ mod tests {
     #[tokio::test]
     async fn a_writer_task_is_not_on_a_writer_thread() {
         let seen = Seen::default();
-        let (queue, _ended) = GroupCommit::start_on(Runs::Task, "test", 8, writer(&seen));
+        let (queue, _ended) = GroupCommit::start(Runs::Task, "test", 8, writer(&seen));
         queue.push_then_wait(1).await;
         assert_eq!(*seen.lock().unwrap(), [(vec![1], false)]);
     }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::{Shared, Sub};
 use crate::events::Event;
-use crate::store::group_commit::{GroupCommit, Writer};
+use crate::store::group_commit::{GroupCommit, Runs, Writer};
 use crate::store::webhooks::NewDelivery;
 
 /// Most events persisted in one transaction.
@@ -146,32 +146,37 @@ impl crate::events::Sink for Outbox {
 pub(super) fn start_writer(shared: Arc<Shared>, rx: Receiver) {
     let Receiver { writer, persisted } = rx;
     let persisted = Arc::new(persisted);
-    writer.start("webhook deliveries", BATCH, move |events: Vec<Outgoing>| {
-        let shared = shared.clone();
-        let persisted = persisted.clone();
-        Box::pin(async move {
-            let subs = shared.subscriptions();
-            let mut batch = Vec::new();
-            for o in &events {
-                fan_out(&subs, &o.event, o.only.as_deref(), &mut batch);
-            }
-            let mut woken: Vec<String> = Vec::new();
-            for d in &batch {
-                if !woken.contains(&d.webhook_id) {
-                    woken.push(d.webhook_id.clone());
+    writer.start(
+        Runs::Task,
+        "webhook deliveries",
+        BATCH,
+        move |events: Vec<Outgoing>| {
+            let shared = shared.clone();
+            let persisted = persisted.clone();
+            Box::pin(async move {
+                let subs = shared.subscriptions();
+                let mut batch = Vec::new();
+                for o in &events {
+                    fan_out(&subs, &o.event, o.only.as_deref(), &mut batch);
                 }
-            }
-            if !batch.is_empty() {
-                shared.store.enqueue_deliveries(batch).await?;
-            }
-            for id in &woken {
-                shared.wake(id);
-            }
-            let n = u64::try_from(events.len()).unwrap_or(u64::MAX);
-            persisted.send_modify(|p| *p += n);
-            Ok(())
-        })
-    });
+                let mut woken: Vec<String> = Vec::new();
+                for d in &batch {
+                    if !woken.contains(&d.webhook_id) {
+                        woken.push(d.webhook_id.clone());
+                    }
+                }
+                if !batch.is_empty() {
+                    shared.store.enqueue_deliveries(batch).await?;
+                }
+                for id in &woken {
+                    shared.wake(id);
+                }
+                let n = u64::try_from(events.len()).unwrap_or(u64::MAX);
+                persisted.send_modify(|p| *p += n);
+                Ok(())
+            })
+        },
+    );
 }
 
 fn fan_out(subs: &[Arc<Sub>], e: &Event, only: Option<&str>, batch: &mut Vec<NewDelivery>) {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::store::Store;
-use crate::store::group_commit::GroupCommit;
+use crate::store::group_commit::{GroupCommit, Runs};
 use crate::store::webhooks::AttemptRecord;
 
 const BATCH: usize = 1_024;
@@ -18,10 +18,11 @@ pub(super) struct Recorder {
 
 impl Recorder {
     pub(super) fn start(store: Arc<dyn Store>) -> Recorder {
-        let (queue, _task) = GroupCommit::start("webhook attempts", BATCH, move |records| {
-            let store = store.clone();
-            Box::pin(async move { store.record_attempts(records).await })
-        });
+        let (queue, _task) =
+            GroupCommit::start(Runs::Task, "webhook attempts", BATCH, move |records| {
+                let store = store.clone();
+                Box::pin(async move { store.record_attempts(records).await })
+            });
         Recorder { queue }
     }
 
