@@ -281,6 +281,7 @@ impl Writer {
                 },
             };
             let mut taken = 0;
+            let mut yielded = false;
             let mut close = None;
             let mut next = first;
             while let Some(msg) = next {
@@ -306,6 +307,15 @@ impl Writer {
                     break;
                 }
                 next = rx.try_recv().ok();
+                if next.is_none() && !yielded {
+                    // The queue is empty: the CPU goes once to whoever is ready to run (on a
+                    // busy gateway, a lane about to append), and what came meanwhile joins this
+                    // write — larger batches, fewer fsyncs (bench/README.md, "Yielding before a
+                    // commit").
+                    yielded = true;
+                    std::thread::yield_now();
+                    next = rx.try_recv().ok();
+                }
             }
             self.write_buffered()?;
             self.unsynced += taken;

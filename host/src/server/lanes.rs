@@ -45,6 +45,11 @@ impl Lanes {
         for i in 0..n.max(1) {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                // Before the lane sleeps, whoever else is ready on its CPU runs (a writer
+                // thread, the upstream, the client): the lane's next wait often finds its
+                // events there and does not sleep, and a sleep and a wake-up are the costly
+                // part (bench/README.md, "Yielding before a commit").
+                .on_thread_park(std::thread::yield_now)
                 .build()?;
             let (jobs, mut queue) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
             let on_thread = on_thread.clone();
