@@ -280,10 +280,11 @@ impl<T: Clone + Send + 'static> Writer<T> {
         let (mut rx, health) = (self.rx, self.health);
         let mut jobs = Vec::with_capacity(max_batch);
         while rx.recv_many(&mut jobs, max_batch).await > 0 {
-            if on_writer_thread() {
-                // The thread's CPU goes to whoever is ready to run first — on a busy gateway, a
-                // lane about to queue its charge —, then what came meanwhile joins this batch:
-                // larger batches, fewer fsyncs (bench/README.md, "Yielding before a commit").
+            if on_writer_thread() && jobs.len() < max_batch {
+                // The queue has gone empty before the batch filled. The thread's CPU goes to
+                // whoever is ready to run first — on a busy gateway, a lane about to queue its
+                // charge —, then what came meanwhile joins this batch: larger batches, fewer
+                // fsyncs (bench/README.md, "Yielding before a commit").
                 std::thread::yield_now();
                 take_queued(&mut rx, &mut jobs, max_batch);
             }
