@@ -13,7 +13,7 @@ import hashlib, json, os, re, sys
 GENESIS = "sha256:" + "0" * 64
 
 
-def jcs(value):  # RFC 8785 for the value types entries hold: strings, integers (< 2^53), null
+def jcs(value):  # RFC 8785 for entry values: strings, integers (< 2^53), null, charges (a list of objects)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

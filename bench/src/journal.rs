@@ -207,6 +207,7 @@ fn draft(i: u64) -> EntryDraft {
         key_id: "0123456789ab".into(),
         auth: Some("key".into()),
         cert_sha256: None,
+        charges: Vec::new(),
         action: "chat.completions".into(),
         model: Some("qwen2.5-coder-32b".into()),
         prompt_hash: Some(sha256_tagged(&i.to_le_bytes())),

@@ -34,6 +34,15 @@ type activityBody struct {
 	Format string `json:"format"`
 }
 
+// JournalCharge is what a request was charged (an entry's charges): the model whose prices
+// applied, the spend in integer micro-units of the configured currency, tokens in and out.
+type JournalCharge struct {
+	Model       string `json:"model"`
+	SpendMicros int64  `json:"spend_micros"`
+	TokensIn    int64  `json:"tokens_in"`
+	TokensOut   int64  `json:"tokens_out"`
+}
+
 // JournalEntry is one activity-journal entry.
 type JournalEntry struct {
 	Seq               int64   `json:"seq"`
@@ -55,6 +64,8 @@ type JournalEntry struct {
 	CompletionTokens  *int64  `json:"completion_tokens"`
 	LatencyUS         int64   `json:"latency_us"`
 	JournalHash       string  `json:"journal_hash"`
+	// Charges is what the request was charged, when the entry carries it (docs/JOURNAL.md).
+	Charges []JournalCharge `json:"charges,omitempty"`
 	// Replica is the chain's sovereign id (pages only, not part of the entry).
 	Replica string `json:"replica,omitempty"`
 }

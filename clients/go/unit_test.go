@@ -33,6 +33,7 @@ func TestCanonicalJSON(t *testing.T) {
 		{`{"a":"سياسة","z":null,"m":-42,"n":9007199254740991}`, `{"a":"سياسة","m":-42,"n":9007199254740991,"z":null}`},
 		{`{"\u00e9":1,"e":2,"\ud83d\ude00":3,"\uff61":4}`, "{\"e\":2,\"\u00e9\":1,\"\U0001F600\":3,\"\uff61\":4}"},
 		{` { "a" : [ 1 , "b" , true , null ] } `, `{"a":[1,"b",true,null]}`},
+		{`{"z":[{"tokens_out":20,"model":"m","tokens_in":10,"spend_micros":42}],"a":null}`, `{"a":null,"z":[{"model":"m","spend_micros":42,"tokens_in":10,"tokens_out":20}]}`},
 	}
 	for _, c := range cases {
 		dec := json.NewDecoder(strings.NewReader(c.in))
@@ -239,6 +240,69 @@ func rechain(t *testing.T, lines [][]byte, k, v string) [][]byte {
 		prev = h
 	}
 	return out
+}
+
+// chargedExport is two entries as the gateway writes them, the second with charges
+// (docs/JOURNAL.md); hashes computed with Python's rfc8785 package, independently of
+// CanonicalJSON.
+var chargedExport = []string{
+	`{"action":"models.list","actor_id":"key_1","auth":"key","completion_tokens":null,` +
+		`"journal_hash":"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13",` +
+		`"key_id":"key_1","latency_us":812,"model":null,` +
+		`"prev_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000",` +
+		`"prompt_hash":null,"prompt_tokens":null,"request_id":"req-1","residency_boundary":null,` +
+		`"routing_policy":null,"seq":1,"status":"success","team_id":"team_1",` +
+		`"timestamp":"2026-11-22T21:31:47.123Z"}`,
+	`{"action":"chat.completions","actor_id":"key_1","auth":"key",` +
+		`"charges":[{"model":"local-llama","spend_micros":42,"tokens_in":10,"tokens_out":20},` +
+		`{"model":"jais-30b-chat","spend_micros":0,"tokens_in":7,"tokens_out":0}],` +
+		`"completion_tokens":20,` +
+		`"journal_hash":"sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee",` +
+		`"key_id":"key_1","latency_us":1234,"model":"local-llama",` +
+		`"prev_hash":"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13",` +
+		`"prompt_hash":"sha256:abababababababababababababababababababababababababababababababab",` +
+		`"prompt_tokens":10,"request_id":"req-2","residency_boundary":"eu-west",` +
+		`"routing_policy":"sovereign-default","seq":2,"status":"success","team_id":"team_1",` +
+		`"timestamp":"2026-11-22T21:31:48.456Z"}`,
+}
+
+func TestVerifyJournalCharges(t *testing.T) {
+	lines := [][]byte{[]byte(chargedExport[0]), []byte(chargedExport[1])}
+	res := sovereign.VerifyJournalLines(lines, nil, "")
+	if !res.OK || res.Entries != 2 || res.HeadHash != "sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee" {
+		t.Fatalf("an entry with charges: %+v %+v", res, res.Problem)
+	}
+	// Re-encoded, not trusted as written: the charges' keys in another order still verify.
+	shuffled := strings.Replace(chargedExport[1],
+		`{"model":"local-llama","spend_micros":42,"tokens_in":10,"tokens_out":20}`,
+		`{"tokens_out":20,"tokens_in":10,"spend_micros":42,"model":"local-llama"}`, 1)
+	if res := sovereign.VerifyJournalLines([][]byte{lines[0], []byte(shuffled)}, nil, ""); !res.OK {
+		t.Errorf("the charges' keys in another order: %+v", res.Problem)
+	}
+	edited := strings.Replace(chargedExport[1], `"spend_micros":42`, `"spend_micros":41`, 1)
+	res = sovereign.VerifyJournalLines([][]byte{lines[0], []byte(edited)}, nil, "")
+	if res.OK || res.Problem == nil || !strings.HasPrefix(res.Problem.Reason, "edited") || res.Problem.Line != 2 {
+		t.Errorf("an edited charge: %+v %+v", res, res.Problem)
+	}
+
+	// The typed view: present when carried, omitted when not.
+	var charged, plain sovereign.JournalEntry
+	if err := json.Unmarshal(lines[1], &charged); err != nil {
+		t.Fatal(err)
+	}
+	want := []sovereign.JournalCharge{
+		{Model: "local-llama", SpendMicros: 42, TokensIn: 10, TokensOut: 20},
+		{Model: "jais-30b-chat", TokensIn: 7},
+	}
+	if fmt.Sprint(charged.Charges) != fmt.Sprint(want) {
+		t.Errorf("charges %+v, want %+v", charged.Charges, want)
+	}
+	if err := json.Unmarshal(lines[0], &plain); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := json.Marshal(plain); plain.Charges != nil || bytes.Contains(out, []byte("charges")) {
+		t.Errorf("an entry without charges: %+v, %s", plain.Charges, out)
+	}
 }
 
 func TestVerifyWebhook(t *testing.T) {

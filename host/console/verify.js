@@ -5,8 +5,9 @@
 
 export const GENESIS_HASH = `sha256:${'0'.repeat(64)}`;
 
-/** RFC 8785 for the flat values journal entries and checkpoints hold. JSON.stringify's string
- * escapes are JCS's (short forms, other controls as lowercase \u00xx, non-ASCII raw). */
+/** RFC 8785 for the values journal entries and checkpoints hold (strings, integers, null; an
+ * entry's charges: an array of objects, whose keys sort too). JSON.stringify's string escapes
+ * are JCS's (short forms, other controls as lowercase \u00xx, non-ASCII raw). */
 export function jcs(v) {
   if (v === null) return 'null';
   if (typeof v === 'boolean') return String(v);

@@ -221,6 +221,16 @@ export interface ActivityFilters {
   cursor?: string;
 }
 
+/** What a request was charged: one element of an entry's `charges` (docs/JOURNAL.md). */
+export interface JournalCharge {
+  /** The model whose prices applied. */
+  model: string;
+  /** The spend in integer micro-units of the configured currency (`[budgets] currency`). */
+  spend_micros: number;
+  tokens_in: number;
+  tokens_out: number;
+}
+
 /** One journal entry (docs/JOURNAL.md, "Entries"). */
 export interface ActivityEntry {
   seq: number;
@@ -232,6 +242,8 @@ export interface ActivityEntry {
   key_id: string;
   auth?: string;
   cert_sha256?: string;
+  /** Present only when the entry carries the request's charges (their durable record). */
+  charges?: JournalCharge[];
   action: string;
   model: string | null;
   prompt_hash: string | null;

@@ -80,11 +80,40 @@ function checkpoint(lines, seq, { privateKey = keys.privateKey, publicKey = PUB,
   return { ...cp, signature };
 }
 
+// Two entries as the gateway writes them, the second with `charges` (docs/JOURNAL.md); hashes
+// computed with Python's `rfc8785` package, independently of canonicalJson.
+const CHARGED_EXPORT = [
+  '{"action":"models.list","actor_id":"key_1","auth":"key","completion_tokens":null,' +
+    '"journal_hash":"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13",' +
+    '"key_id":"key_1","latency_us":812,"model":null,' +
+    '"prev_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000",' +
+    '"prompt_hash":null,"prompt_tokens":null,"request_id":"req-1","residency_boundary":null,' +
+    '"routing_policy":null,"seq":1,"status":"success","team_id":"team_1",' +
+    '"timestamp":"2026-11-22T21:31:47.123Z"}',
+  '{"action":"chat.completions","actor_id":"key_1","auth":"key","charges":[{"model":"local-llama",' +
+    '"spend_micros":42,"tokens_in":10,"tokens_out":20},{"model":"jais-30b-chat","spend_micros":0,' +
+    '"tokens_in":7,"tokens_out":0}],"completion_tokens":20,' +
+    '"journal_hash":"sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee",' +
+    '"key_id":"key_1","latency_us":1234,"model":"local-llama",' +
+    '"prev_hash":"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13",' +
+    '"prompt_hash":"sha256:abababababababababababababababababababababababababababababababab",' +
+    '"prompt_tokens":10,"request_id":"req-2","residency_boundary":"eu-west",' +
+    '"routing_policy":"sovereign-default","seq":2,"status":"success","team_id":"team_1",' +
+    '"timestamp":"2026-11-22T21:31:48.456Z"}',
+];
+
 describe('canonical JSON (RFC 8785)', () => {
   test('sorts keys, escapes only what it must, keeps non-ASCII raw', () => {
     assert.equal(
       canonicalJson({ b: 1, a: 'x"\\\n\u0001é', c: null, A: [true, 2] }),
       '{"A":[true,2],"a":"x\\"\\\\\\n\\u0001é","b":1,"c":null}',
+    );
+  });
+
+  test('sorts the keys of objects inside arrays (an entry\'s charges)', () => {
+    assert.equal(
+      canonicalJson({ z: [{ tokens_out: 20, model: 'm', tokens_in: 10, spend_micros: 42 }], a: null }),
+      '{"a":null,"z":[{"model":"m","spend_micros":42,"tokens_in":10,"tokens_out":20}]}',
     );
   });
 });
@@ -113,6 +142,24 @@ describe('verifyJournalExport', () => {
     assert.equal(r.ok, false);
     assert.match(r.problem.reason, /^edited/);
     assert.deepEqual([r.problem.line, r.problem.seq], [4, 4]);
+  });
+
+  test('an entry with charges verifies as hashed by the reference; an edited charge does not', () => {
+    let r = verifyJournalExport(CHARGED_EXPORT);
+    assert.equal(r.ok, true, JSON.stringify(r.problem));
+    assert.deepEqual(
+      [r.entries, r.headHash],
+      [2, 'sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee'],
+    );
+    // re-encoded, not trusted as written: the charges' keys in another order still verify
+    const second = JSON.parse(CHARGED_EXPORT[1]);
+    second.charges = second.charges.map((c) => Object.fromEntries(Object.entries(c).reverse()));
+    assert.equal(verifyJournalExport([CHARGED_EXPORT[0], JSON.stringify(second)]).ok, true);
+    r = verifyJournalExport([CHARGED_EXPORT[0], CHARGED_EXPORT[1].replace('"spend_micros":42', '"spend_micros":41')]);
+    assert.match(r.problem.reason, /^edited/);
+    assert.equal(r.problem.line, 2);
+    second.charges.reverse();
+    assert.match(verifyJournalExport([CHARGED_EXPORT[0], JSON.stringify(second)]).problem.reason, /^edited/);
   });
 
   test('malformed, reordered, broken link, gaps', () => {

@@ -66,6 +66,8 @@ export async function usage(): Promise<void> {
   for await (const entry of client.activity.query({ status: 'success' })) {
     const e: ActivityEntry = entry;
     void e.journal_hash;
+    const spent: number = (e.charges ?? []).reduce((n, c) => n + c.spend_micros, 0);
+    void spent;
   }
   void cursor;
   const jsonl: string = await client.activity.export({ format: 'jsonl' });

@@ -86,3 +86,45 @@ def test_an_export_whose_lines_do_not_name_their_chain():
     assert r.ok and r.checkpoints_checked == 0
     r = verify_journal_export(lines[:2], [_signed(3, head3)], sovereign_id="eu-1")
     assert not r.ok and r.problem.reason.startswith("truncated")
+
+
+# Two entries as the gateway writes them, the second with `charges` (docs/JOURNAL.md); hashes
+# computed with the `rfc8785` package, independently of this library's `jcs`.
+CHARGED_EXPORT = [
+    ('{"action":"models.list","actor_id":"key_1","auth":"key","completion_tokens":null,'
+     '"journal_hash":"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13",'
+     '"key_id":"key_1","latency_us":812,"model":null,'
+     '"prev_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000",'
+     '"prompt_hash":null,"prompt_tokens":null,"request_id":"req-1","residency_boundary":null,'
+     '"routing_policy":null,"seq":1,"status":"success","team_id":"team_1",'
+     '"timestamp":"2026-11-22T21:31:47.123Z"}'),
+    ('{"action":"chat.completions","actor_id":"key_1","auth":"key",'
+     '"charges":[{"model":"local-llama","spend_micros":42,"tokens_in":10,"tokens_out":20},'
+     '{"model":"jais-30b-chat","spend_micros":0,"tokens_in":7,"tokens_out":0}],'
+     '"completion_tokens":20,'
+     '"journal_hash":"sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee",'
+     '"key_id":"key_1","latency_us":1234,"model":"local-llama",'
+     '"prev_hash":"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13",'
+     '"prompt_hash":"sha256:abababababababababababababababababababababababababababababababab",'
+     '"prompt_tokens":10,"request_id":"req-2","residency_boundary":"eu-west",'
+     '"routing_policy":"sovereign-default","seq":2,"status":"success","team_id":"team_1",'
+     '"timestamp":"2026-11-22T21:31:48.456Z"}'),
+]
+
+
+def test_an_entry_with_charges_hashes_its_nested_objects():
+    assert jcs({"z": [{"tokens_out": 20, "model": "m", "tokens_in": 10, "spend_micros": 42}], "a": None}) == \
+        b'{"a":null,"z":[{"model":"m","spend_micros":42,"tokens_in":10,"tokens_out":20}]}'
+    r = verify_journal_export(CHARGED_EXPORT)
+    assert r.ok and r.entries == 2
+    assert r.head_hash == "sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee"
+    # Re-encoded, not trusted as written: the charges' keys in another order still verify...
+    second = json.loads(CHARGED_EXPORT[1])
+    second["charges"] = [dict(reversed(list(c.items()))) for c in second["charges"]]
+    assert verify_journal_export([CHARGED_EXPORT[0], json.dumps(second)]).ok
+    # ...but an edited charge, or the charges reordered, does not.
+    edited = CHARGED_EXPORT[1].replace('"spend_micros":42', '"spend_micros":41')
+    r = verify_journal_export([CHARGED_EXPORT[0], edited])
+    assert (r.ok, r.problem.reason.split(":")[0], r.problem.line) == (False, "edited", 2)
+    second["charges"].reverse()
+    assert not verify_journal_export([CHARGED_EXPORT[0], json.dumps(second)]).ok

@@ -17,6 +17,9 @@ function query(form) {
   return q;
 }
 
+/** Integer micro-units → the amount, exactly: 42 → "0.000042". */
+const micros = (m) => `${Math.floor(m / 1e6)}.${String(m % 1e6).padStart(6, '0')}`;
+
 function detail(e) {
   const rows = [
     ['Sequence', e.seq], ['Time', e.timestamp], ['Request id', e.request_id], ['Action', e.action],
@@ -26,6 +29,8 @@ function detail(e) {
     ['Residency boundary', e.residency_boundary ?? '—'], ['Replica', e.replica ?? '—'],
     ['Prompt hash', h('span.mono', e.prompt_hash ?? '—')],
     ['Tokens (prompt / completion)', `${num(e.prompt_tokens)} / ${num(e.completion_tokens)}`],
+    // Present when the entry carries the charge (its durable record; docs/JOURNAL.md).
+    ...(e.charges?.length ? [['Charged', e.charges.map((c) => `${c.model}: ${num(c.tokens_in)} in / ${num(c.tokens_out)} out, ${micros(c.spend_micros)}`).join('; ')]] : []),
     ['Latency', `${(e.latency_us / 1000).toFixed(1)} ms`],
     ['Previous hash', h('span.mono', e.prev_hash)], ['Journal hash', h('span.mono', e.journal_hash)],
   ];

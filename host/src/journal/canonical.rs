@@ -1,5 +1,5 @@
 //! RFC 8785 (JCS) writing by hand, for the writer's hot path: `"key":value,` members whose values
-//! are strings, integers and null only, strings escaped as JCS requires. The caller emits the keys
+//! are strings, integers, null and arrays of such objects, strings escaped as JCS requires. The caller emits the keys
 //! in their sorted order (`entry.rs` for an entry, whose test checks the bytes against
 //! `serde_json_canonicalizer`, the general implementation). Knows nothing of entries.
 
@@ -35,6 +35,31 @@ pub(super) fn key_opt_u64(out: &mut Vec<u8>, key: &str, value: Option<u64>) {
             out.extend_from_slice(b"null,");
         }
     }
+}
+
+/// `"key":[{…},{…}],`: an array of objects, each written by `members` as `"k":v,` members in
+/// their sorted order (the object's last comma becomes its closing brace).
+pub(super) fn key_objects<T>(
+    out: &mut Vec<u8>,
+    key: &str,
+    items: &[T],
+    members: impl Fn(&mut Vec<u8>, &T),
+) {
+    key_only(out, key);
+    out.push(b'[');
+    for item in items {
+        let start = out.len();
+        out.push(b'{');
+        members(out, item);
+        if out.len() > start + 1 {
+            out.pop(); // the last member's comma
+        }
+        out.extend_from_slice(b"},");
+    }
+    if !items.is_empty() {
+        out.pop(); // the last object's comma
+    }
+    out.extend_from_slice(b"],");
 }
 
 fn key_only(out: &mut Vec<u8>, key: &str) {

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::canonical::{key_opt_str, key_opt_u64, key_str, key_u64};
+use super::canonical::{key_objects, key_opt_str, key_opt_u64, key_str, key_u64};
 
 /// `prev_hash` of the first entry of a chain (seq 1): `sha256:` followed by 64 zeros.
 pub const GENESIS_HASH: &str =
@@ -36,6 +36,19 @@ impl Status {
     }
 }
 
+/// What a request was charged, as its usage row records it (docs/JOURNAL.md, `charges`): the
+/// model whose prices applied, the spend in micro-units of the currency, tokens in and out. The
+/// entry is the charge's durable record: the store commits it without a sync of its own and
+/// takes it back from here after a power failure (`budget::recover`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Charge {
+    pub model: String,
+    pub spend_micros: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+}
+
 /// What the request path hands the journal; the writer adds `seq`, `prev_hash`, `journal_hash`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryDraft {
@@ -49,6 +62,8 @@ pub struct EntryDraft {
     pub auth: Option<String>,
     /// `sha256:<hex>` of the client certificate the connection presented, when it did.
     pub cert_sha256: Option<String>,
+    /// What the request was charged (empty: nothing, or not carried by the entry).
+    pub charges: Vec<Charge>,
     /// e.g. `chat.completions`, `embeddings`.
     pub action: String,
     /// The model that served (or would have served) the request; `None` before one is known.
@@ -81,6 +96,9 @@ pub struct Entry {
     pub auth: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cert_sha256: Option<String>,
+    /// Absent from the line when empty (entries from before it hash as they did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub charges: Vec<Charge>,
     pub action: String,
     pub model: Option<String>,
     pub prompt_hash: Option<String>,
@@ -113,6 +131,7 @@ impl Entry {
             key_id: draft.key_id,
             auth: draft.auth,
             cert_sha256: draft.cert_sha256,
+            charges: draft.charges,
             action: draft.action,
             model: draft.model,
             prompt_hash: draft.prompt_hash,
@@ -161,6 +180,14 @@ fn encode_split(entry: &Entry, head: &mut Vec<u8>, tail: &mut Vec<u8>) {
     }
     if let Some(cert) = &entry.cert_sha256 {
         key_str(head, "cert_sha256", cert);
+    }
+    if !entry.charges.is_empty() {
+        key_objects(head, "charges", &entry.charges, |out, c| {
+            key_str(out, "model", &c.model);
+            key_u64(out, "spend_micros", c.spend_micros);
+            key_u64(out, "tokens_in", c.tokens_in);
+            key_u64(out, "tokens_out", c.tokens_out);
+        });
     }
     key_opt_u64(head, "completion_tokens", entry.completion_tokens);
     key_str(tail, "key_id", &entry.key_id);
@@ -224,6 +251,8 @@ struct RawRecord {
     auth: Option<String>,
     #[serde(default)]
     cert_sha256: Option<String>,
+    #[serde(default)]
+    charges: Vec<Charge>,
     action: String,
     model: Option<String>,
     prompt_hash: Option<String>,
@@ -250,6 +279,7 @@ impl Record {
             key_id: r.key_id,
             auth: r.auth,
             cert_sha256: r.cert_sha256,
+            charges: r.charges,
             action: r.action,
             model: r.model,
             prompt_hash: r.prompt_hash,
@@ -452,6 +482,7 @@ mod tests {
                 key_id: "k".into(),
                 auth: Some("key".into()),
                 cert_sha256: None,
+                charges: Vec::new(),
                 action: "chat.completions".into(),
                 model: None,
                 prompt_hash: Some(sha256_tagged(b"hi")),
@@ -506,6 +537,24 @@ mod tests {
                 key_id: "k".into(),
                 auth: Some("key".into()),
                 cert_sha256: None,
+                charges: if optional {
+                    vec![
+                        Charge {
+                            model: text.into(),
+                            spend_micros: u64::from(u32::MAX) * 1000,
+                            tokens_in: 0,
+                            tokens_out: 7,
+                        },
+                        Charge {
+                            model: "e5".into(),
+                            spend_micros: 0,
+                            tokens_in: 1,
+                            tokens_out: 0,
+                        },
+                    ]
+                } else {
+                    Vec::new()
+                },
                 action: "chat.completions".into(),
                 model: optional.then(|| text.to_string()),
                 prompt_hash: optional.then(|| "sha256:00".to_string()),
@@ -541,6 +590,10 @@ mod tests {
                     String::from_utf8(head).unwrap(),
                     String::from_utf8(reference).unwrap()
                 );
+                let mut line = Vec::new();
+                let hash = e.seal_into(&mut line);
+                let back = Record::parse(&line[..line.len() - 1]).unwrap();
+                assert_eq!((back.entry, back.journal_hash), (e, hash));
             }
         }
     }

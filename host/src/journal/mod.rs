@@ -22,7 +22,8 @@ pub use checkpoint::{
     Checkpoint, SignedCheckpoint, load_or_create_signing_key, public_key_path, read_public_key,
 };
 pub use entry::{
-    Entry, EntryDraft, GENESIS_HASH, Record, Status, format_utc, parse_iso8601, sha256_tagged,
+    Charge, Entry, EntryDraft, GENESIS_HASH, Record, Status, format_utc, parse_iso8601,
+    sha256_tagged,
 };
 pub use retention::Retention;
 pub use segment::{anchor_file_name, checkpoint_file_name, segment_file_name};

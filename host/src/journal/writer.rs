@@ -173,6 +173,11 @@ impl Journal {
         self.wait(answer).await
     }
 
+    /// Whether an append returns only once its entry is fsynced (durable mode).
+    pub fn is_durable(&self) -> bool {
+        self.inner.durability == Durability::Durable
+    }
+
     /// The highest seq known to be on disk.
     pub fn durable_seq(&self) -> u64 {
         self.inner.durable_seq.load(Ordering::Acquire)

@@ -3,8 +3,9 @@
 //! handlers leave in the request's [`Audit`] slot. docs/JOURNAL.md, "On the request path".
 //!
 //! Durability before completion: a whole response is returned only once its entry is appended
-//! (durable mode: fsynced; batched: queued) and the usage charge its handler queued
-//! ([`Audit::reply_after`]) is committed — both waited for at once. A streamed response is
+//! (durable mode: fsynced; batched: queued) and its usage charge is durable: carried by the
+//! entry itself ([`Audit::carry`], a durable journal on SQLite), or else committed by the store
+//! ([`Audit::reply_after`]), waited for at once with the append. A streamed response is
 //! passed through frame by frame, except its last one (the frame with `[DONE]` or the error
 //! event), which waits for the append. An append that fails turns the answer into a 500 (or, for
 //! a stream, its last frame into an error event): nothing is served unrecorded. A request
@@ -71,6 +72,8 @@ struct Facts {
     stream: StreamState,
     /// A whole answer's usage charge, queued: the reply waits for it beside the entry's append.
     charge: Option<BoxFuture<'static, ()>>,
+    /// Charges the entry carries (`pipeline::spend::settle_whole`).
+    charges: Vec<crate::journal::Charge>,
 }
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +106,17 @@ impl Audit {
                 None => Box::pin(committed),
             });
         });
+    }
+
+    /// A charge the entry carries: its durable record (`budget::Charger::charge_carried`).
+    pub fn carry(&self, record: &crate::store::UsageRecord) {
+        let charge = crate::journal::Charge {
+            model: record.model.clone(),
+            spend_micros: u64::try_from(record.spend).unwrap_or(0),
+            tokens_in: record.tokens_in,
+            tokens_out: record.tokens_out,
+        };
+        self.with(|f| f.charges.push(charge));
     }
 
     /// What [`Audit::reply_after`] was given, taken (complete at once if nothing was).
@@ -447,6 +461,7 @@ impl Unwritten {
             key_id: p.key_id.to_string(),
             auth: Some(p.credential.as_str().to_string()),
             cert_sha256: self.peer.as_ref().map(|c| c.fingerprint.clone()),
+            charges: f.charges.clone(),
             action: self.action.clone(),
             model: f.model.clone(),
             prompt_hash: f.prompt_hash.clone(),

@@ -47,7 +47,7 @@ def _jcs_value(v: Any) -> str:
         return "{" + ",".join(f"{_jcs_string(k)}:{_jcs_value(v[k])}" for k in keys) + "}"
     if isinstance(v, (list, tuple)):
         return "[" + ",".join(_jcs_value(x) for x in v) + "]"
-    raise TypeError(f"JCS of {type(v).__name__} is not supported (journal values are flat)")
+    raise TypeError(f"JCS of {type(v).__name__} is not supported (journal values hold no floats)")
 
 
 def jcs(value: Any) -> bytes:

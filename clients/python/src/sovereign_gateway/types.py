@@ -15,6 +15,7 @@ __all__ = [
     "Citation",
     "RagResult",
     "ActivityEntry",
+    "JournalCharge",
     "JournalProblem",
     "JournalChain",
     "JournalVerifyReport",
@@ -85,9 +86,19 @@ class RagResult(BaseModel):
     answer: Optional[Any] = None
 
 
+class JournalCharge(BaseModel):
+    """What a request was charged (an entry's `charges`): the model whose prices applied, the
+    spend in integer micro-units of the configured currency, tokens in and out."""
+
+    model: str
+    spend_micros: int
+    tokens_in: int
+    tokens_out: int
+
+
 class ActivityEntry(BaseModel):
-    """One journal entry as the `json` query shows it (flat: strings, integers, nulls), plus
-    `replica`. Fields beyond these are kept as extras."""
+    """One journal entry as the `json` query shows it (strings, integers, nulls; `charges` a
+    list of objects), plus `replica`. Fields beyond these are kept as extras."""
 
     seq: int
     sovereign_id: Optional[str] = None
@@ -98,6 +109,7 @@ class ActivityEntry(BaseModel):
     action: Optional[str] = None
     model: Optional[str] = None
     status: Optional[Any] = None
+    charges: Optional[List[JournalCharge]] = None
     prev_hash: Optional[str] = None
     journal_hash: Optional[str] = None
     replica: Optional[str] = None

@@ -28,6 +28,7 @@ pub fn draft(i: u64) -> EntryDraft {
         key_id: "0123456789ab".into(),
         auth: Some("key".into()),
         cert_sha256: None,
+        charges: Vec::new(),
         action: "chat.completions".into(),
         model: Some("llama-3-8b".into()),
         prompt_hash: Some(sha256_tagged(format!("prompt {i}").as_bytes())),

@@ -9,7 +9,10 @@ public final class ActivityPage extends JsonObject {
         super(data);
     }
 
-    /** Entries as stored (with {@code journal_hash}) plus {@code replica}. */
+    /**
+     * Entries as stored (with {@code journal_hash}) plus {@code replica}; an entry's
+     * {@code charges} with {@link JournalCharge#of(JsonObject)}.
+     */
     public List<JsonObject> data() {
         return getObjects("data", JsonObject::new);
     }

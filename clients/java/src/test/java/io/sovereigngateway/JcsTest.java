@@ -53,10 +53,14 @@ class JcsTest {
                 Jcs.encodeToString(Json.parseObject("{\"b\":null,\"a\":3,\"_\":2,\"A\":1}")));
     }
 
+    /** An entry's charges: keys sorted inside the array's objects too; floats still refused. */
     @Test
-    void refusesNestedAndFloats() {
-        assertThrows(IllegalArgumentException.class, () -> Jcs.encode(Map.of("a", List.of(1))));
+    void sortsNestedObjectsAndRefusesFloats() {
+        assertEquals("{\"a\":null,\"z\":[{\"model\":\"m\",\"spend_micros\":42,\"tokens_in\":10,\"tokens_out\":20}]}",
+                Jcs.encodeToString(Json.parseObject(
+                        "{\"z\":[{\"tokens_out\":20,\"model\":\"m\",\"tokens_in\":10,\"spend_micros\":42}],\"a\":null}")));
         assertThrows(IllegalArgumentException.class, () -> Jcs.encode(Map.of("a", 1.5)));
+        assertThrows(IllegalArgumentException.class, () -> Jcs.encode(Map.of("a", List.of(Map.of("b", 1.5)))));
     }
 
     @Test

@@ -47,6 +47,30 @@ class JournalVerifierTest {
         return lines;
     }
 
+    /**
+     * Two entries as the gateway writes them, the second with {@code charges} (docs/JOURNAL.md);
+     * hashes computed with Python's {@code rfc8785} package, independently of {@link Jcs}.
+     */
+    static final List<String> CHARGED_EXPORT = List.of(
+            "{\"action\":\"models.list\",\"actor_id\":\"key_1\",\"auth\":\"key\",\"completion_tokens\":null,"
+                    + "\"journal_hash\":\"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13\","
+                    + "\"key_id\":\"key_1\",\"latency_us\":812,\"model\":null,"
+                    + "\"prev_hash\":\"sha256:0000000000000000000000000000000000000000000000000000000000000000\","
+                    + "\"prompt_hash\":null,\"prompt_tokens\":null,\"request_id\":\"req-1\",\"residency_boundary\":null,"
+                    + "\"routing_policy\":null,\"seq\":1,\"status\":\"success\",\"team_id\":\"team_1\","
+                    + "\"timestamp\":\"2026-11-22T21:31:47.123Z\"}",
+            "{\"action\":\"chat.completions\",\"actor_id\":\"key_1\",\"auth\":\"key\","
+                    + "\"charges\":[{\"model\":\"local-llama\",\"spend_micros\":42,\"tokens_in\":10,\"tokens_out\":20},"
+                    + "{\"model\":\"jais-30b-chat\",\"spend_micros\":0,\"tokens_in\":7,\"tokens_out\":0}],"
+                    + "\"completion_tokens\":20,"
+                    + "\"journal_hash\":\"sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee\","
+                    + "\"key_id\":\"key_1\",\"latency_us\":1234,\"model\":\"local-llama\","
+                    + "\"prev_hash\":\"sha256:41a6eebe7a154b8b4ffa2d665dc5b2745a86dcf93387d2e36cb03e995ba98a13\","
+                    + "\"prompt_hash\":\"sha256:abababababababababababababababababababababababababababababababab\","
+                    + "\"prompt_tokens\":10,\"request_id\":\"req-2\",\"residency_boundary\":\"eu-west\","
+                    + "\"routing_policy\":\"sovereign-default\",\"seq\":2,\"status\":\"success\",\"team_id\":\"team_1\","
+                    + "\"timestamp\":\"2026-11-22T21:31:48.456Z\"}");
+
     static String field(String line, String key) {
         return (String) Json.parseObject(line).get(key);
     }
@@ -94,6 +118,30 @@ class JournalVerifierTest {
         assertEquals(3, r.problem().line());
         assertEquals(3L, r.problem().seq());
         assertTrue(r.problem().reason().startsWith("edited"), r.problem().reason());
+    }
+
+    @Test
+    void entryWithChargesVerifiesAsTheReferenceHashedIt() {
+        JournalVerification r = JournalVerifier.verifyExport(CHARGED_EXPORT, null, null);
+        assertTrue(r.ok(), r.toString());
+        assertEquals(2, r.entries());
+        assertEquals("sha256:cb74dc42eb24f73d6cc8371e550a97d33d6d3ff3b68ffb8cf889e3f6ffdacbee", r.headHash());
+        // re-encoded, not trusted as written: the charges' keys in another order still verify
+        String shuffled = CHARGED_EXPORT.get(1).replace(
+                "{\"model\":\"local-llama\",\"spend_micros\":42,\"tokens_in\":10,\"tokens_out\":20}",
+                "{\"tokens_out\":20,\"tokens_in\":10,\"spend_micros\":42,\"model\":\"local-llama\"}");
+        assertTrue(JournalVerifier.verifyExport(List.of(CHARGED_EXPORT.get(0), shuffled), null, null).ok());
+        String edited = CHARGED_EXPORT.get(1).replace("\"spend_micros\":42", "\"spend_micros\":41");
+        JournalVerification bad = JournalVerifier.verifyExport(List.of(CHARGED_EXPORT.get(0), edited), null, null);
+        assertTrue(bad.problem().reason().startsWith("edited"), bad.toString());
+        assertEquals(2, bad.problem().line());
+
+        List<JournalCharge> charges = JournalCharge.of(new JsonObject(Json.parseObject(CHARGED_EXPORT.get(1))));
+        assertEquals(2, charges.size());
+        assertEquals("local-llama", charges.get(0).model());
+        assertEquals(List.of(42L, 10L, 20L),
+                List.of(charges.get(0).spendMicros(), charges.get(0).tokensIn(), charges.get(0).tokensOut()));
+        assertTrue(JournalCharge.of(new JsonObject(Json.parseObject(CHARGED_EXPORT.get(0)))).isEmpty());
     }
 
     @Test
