@@ -92,7 +92,7 @@ async fn run(n: usize) {
     )
     .await
     .unwrap();
-    let (charger, _writer) = Charger::start(store.clone());
+    let (charger, _writer) = Charger::start(store.clone(), None);
     let budgets = Arc::new(Budgets::new(
         store.clone(),
         charger.clone(),

@@ -401,14 +401,17 @@ def test_the_days_token_counts_survive_a_restart(sim, keys, tmp_path):
 @pytest.mark.skipif(services.BACKEND != "sqlite",
                     reason="holds SQLite's write lock; the wait is the same code on either store")
 @pytest.mark.parametrize("journal", [{"durability": "durable"}, {"enabled": False}], ids=["journal", "no-journal"])
-def test_a_whole_answer_waits_for_its_charge_to_be_durable(sim, keys, tmp_path, journal):
-    """A whole answer leaves only once its usage charge is committed (the journal layer waits
-    for it beside the entry, or alone without a journal): while another process holds the
-    store's write lock, answers are held back; released, they arrive, and every one is counted
-    after a SIGKILL and a restart. Chat and embeddings alike."""
+def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_path, journal):
+    """A whole answer's usage charge is durable before the answer leaves. With a durable journal
+    the entry carries it (`charges`), so answers leave while another process holds the store's
+    write lock; the gateway is then killed before the store ever took the charges, and the
+    restart applies them from the journal (docs/STORE.md, "Charges ride the journal's fsync").
+    Without a journal the answers are held back until the store commits them. Either way every
+    request and its spend are counted after a SIGKILL and a restart. Chat and embeddings alike."""
     config = harness.gateway_config(
         harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0), keys["config"],
         journal=journal)
+    carried = journal.get("enabled", True)
     gw = harness.start_gateway(config, tmp_path)
     try:
         with admin(gw, keys) as a:
@@ -425,20 +428,34 @@ def test_a_whole_answer_waits_for_its_charge_to_be_durable(sim, keys, tmp_path, 
             try:
                 with ThreadPoolExecutor(len(calls)) as pool:
                     answers = [pool.submit(lambda p=p, b=b: c.post(p, json=b).status_code) for p, b in calls]
-                    done, _ = wait(answers, timeout=1.0)
-                    assert not done, "an answer left before its charge was committed"
-                    lock.execute("ROLLBACK")
-                    assert [f.result(timeout=30) for f in answers] == [200, 200]
+                    if carried:
+                        assert [f.result(timeout=30) for f in answers] == [200, 200]
+                        gw.kill()  # the charges never reached the store
+                    else:
+                        done, _ = wait(answers, timeout=1.0)
+                        assert not done, "an answer left before its charge was committed"
+                        lock.execute("ROLLBACK")
+                        assert [f.result(timeout=30) for f in answers] == [200, 200]
+                        gw.kill()
             finally:
                 lock.close()
-        gw.kill()
     finally:
         gw.kill()
+    if carried:
+        store = sqlite3.connect(tmp_path / "data" / "sovereign.db")
+        try:
+            rows = store.execute("SELECT COUNT(*) FROM usage WHERE key_id = ?", (key["id"],)).fetchone()[0]
+        finally:
+            store.close()
+        assert rows == 0, "the store took the charges before the kill: this test proves nothing"
     gw = harness.start_gateway(config, tmp_path)
     try:
         with admin(gw, keys) as a:
             total = usage(a, key_id=key["id"])["total"]
             assert total["requests"] == 2, total
+            assert total["spend"] == pytest.approx(0.004), total  # 4 completion tokens at 0.001
+            t = a.get(f"/v1/admin/teams/{team['id']}").json()
+            assert t["spend"]["spent"] == pytest.approx(0.004), t
     finally:
         gw.kill()
 

@@ -341,10 +341,7 @@ async fn whole_answer(
     // Durable (group commit) before the answer leaves — the journal layer waits for it beside
     // the entry's append —, or queued for the caller to wait on.
     match settle {
-        Settle::Durable => {
-            let committed = reservation.settle_then_wait(tokens_in, tokens_out);
-            call.audit.reply_after(committed);
-        }
+        Settle::Durable => spend::settle_whole(call, reservation, tokens_in, tokens_out),
         Settle::Queued => {
             reservation.settle_now(tokens_in, tokens_out);
         }

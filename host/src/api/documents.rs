@@ -242,6 +242,7 @@ pub async fn record_usage(call: &Call, model: &str, tokens: u64) {
         tokens_in: tokens,
         tokens_out: 0,
         spend: 0,
+        request_id: Some(call.ctx.id.to_string()),
     };
     if let Err(e) = call.app.0.store.record_usage(record).await {
         // The work is done and answered; a lost usage row is logged, not turned into a 500.

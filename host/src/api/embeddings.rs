@@ -175,9 +175,7 @@ async fn answer(call: &Call, served: Served, input_tokens: u64) -> Result<Respon
             if let Some(obj) = answer.as_object_mut() {
                 obj.insert("model".into(), Value::String(model.id.0.clone()));
             }
-            // Durable before the answer leaves: the journal layer waits for it with the entry.
-            let committed = reservation.settle_then_wait(tokens, 0);
-            call.audit.reply_after(committed);
+            spend::settle_whole(call, reservation, tokens, 0);
             Ok(Json(answer).into_response())
         }
         Err(e) => {

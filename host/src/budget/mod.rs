@@ -14,6 +14,7 @@
 //! fall back to this replica's own ledger (`shared.rs`).
 
 pub mod charger;
+pub mod recover;
 mod shared;
 
 use std::collections::HashMap;
@@ -328,6 +329,7 @@ impl Budgets {
             tokens_in,
             tokens_out,
             spend: actual,
+            request_id: Some(r.to.request_id.clone()),
         }
     }
 
@@ -462,6 +464,16 @@ impl Reservation {
         self.budgets.charger.charge_then_wait(record)
     }
 
+    /// Charges the real usage, carried by the request's journal entry: settled and queued now,
+    /// never waited for (`Charger::charge_carried`); the caller puts the returned record in the
+    /// entry. Only when `Charger::carries`.
+    pub fn settle_carried(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+        self.done = true;
+        let record = self.budgets.settle(&self, tokens_in, tokens_out);
+        self.budgets.charger.charge_carried(record.clone());
+        record
+    }
+
     /// Charges the real usage from synchronous code (end of a stream); persisted by the charger
     /// within its next commit.
     pub fn settle_now(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
@@ -532,7 +544,7 @@ mod tests {
             .unwrap();
         let config = Config::parse(CONFIG).unwrap();
         let events = Events::default();
-        let (charger, _task) = Charger::start(store.clone());
+        let (charger, _task) = Charger::start(store.clone(), None);
         let budgets = Arc::new(Budgets::new(
             store,
             charger,

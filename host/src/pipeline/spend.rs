@@ -1,6 +1,7 @@
 //! The budget phase: the most a chat answer may cost (`max_completion_tokens`) and the
 //! reservation of the worst case on the team's and key's budgets (429 `insufficient_quota` when a
-//! budget cannot cover it). Settling happens where the answer ends (`budget::Reservation`).
+//! budget cannot cover it). Settling happens where the answer ends (`budget::Reservation`);
+//! [`settle_whole`] is how a whole answer's charge is made durable before it leaves.
 
 use std::sync::Arc;
 
@@ -53,4 +54,18 @@ pub async fn reserve(
             }
             ApiError::from(e)
         })
+}
+
+/// Settles a whole answer's charge, durable before the answer leaves: carried by the request's
+/// journal entry when charges ride the journal's fsync (`budget::Charger::carries`; the answer
+/// then waits for its entry alone), else committed to the store while the journal layer waits
+/// for it beside the entry's append.
+pub fn settle_whole(call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
+    if call.app.0.budgets.charger().carries() {
+        let record = reservation.settle_carried(tokens_in, tokens_out);
+        call.audit.carry(&record);
+    } else {
+        call.audit
+            .reply_after(reservation.settle_then_wait(tokens_in, tokens_out));
+    }
 }

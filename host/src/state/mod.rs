@@ -119,6 +119,16 @@ impl AppState {
                 (pg.clone(), pg)
             }
         };
+        // The journal before anything reads usage or budget counters: the charges it carries
+        // that a power failure took from the store are applied again first.
+        let journal = match &config.journal {
+            Some(settings) => {
+                let journal = open_journal(&settings.open).await?;
+                crate::budget::recover::charges(&store, &journal, &settings.open).await?;
+                Some(journal)
+            }
+            None => None,
+        };
         let shared = Shared::connect(&config.shared, &config.sovereign_id).await?;
         let metrics = Arc::new(Metrics::default());
         let bootstrap = crate::access::bootstrap::run(store.as_ref(), &config).await?;
@@ -137,7 +147,7 @@ impl AppState {
         .await?;
         let channel = crate::webhooks::Channel::new();
         let events = Events::new(Some(channel.outbox.clone()));
-        let (charger, _writer) = Charger::start(store.clone());
+        let (charger, _writer) = Charger::start(store.clone(), journal.clone());
         if let Some(grace) = config.store.outage_grace() {
             charger.tolerate_outages(grace);
         }
@@ -211,20 +221,15 @@ impl AppState {
         let health = Health::new(&config.models, config.health, metrics.clone());
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let journal_index = journal_index::Indexer::new();
-        let (journal, retention) = match &config.journal {
-            Some(settings) => {
-                let journal = open_journal(&settings.open).await?;
-                let task = settings.retention.prunes().then(|| {
-                    let index = config
-                        .store
-                        .is_shared()
-                        .then(|| journal_index.pruner(store.clone()));
-                    retention_task(settings.clone(), index)
-                });
-                (Some(journal), task)
-            }
-            None => (None, None),
-        };
+        let retention = config.journal.as_ref().and_then(|settings| {
+            settings.retention.prunes().then(|| {
+                let index = config
+                    .store
+                    .is_shared()
+                    .then(|| journal_index.pruner(store.clone()));
+                retention_task(settings.clone(), index)
+            })
+        });
         let started_unix = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())

@@ -70,6 +70,8 @@ struct Health {
     failing: tokio::sync::watch::Sender<Option<Instant>>,
     /// Milliseconds; 0: waiters always wait (the embedded store).
     grace_ms: AtomicI64,
+    /// Microseconds a batch nobody waits for stays open for more ([`GroupCommit::linger`]).
+    linger_us: AtomicI64,
 }
 
 impl Health {
@@ -77,7 +79,12 @@ impl Health {
         Arc::new(Health {
             failing: tokio::sync::watch::Sender::new(None),
             grace_ms: AtomicI64::new(0),
+            linger_us: AtomicI64::new(0),
         })
+    }
+
+    fn linger(&self) -> Duration {
+        Duration::from_micros(u64::try_from(self.linger_us.load(Ordering::Relaxed)).unwrap_or(0))
     }
 
     fn grace(&self) -> Duration {
@@ -191,6 +198,15 @@ impl<T: Clone + Send + 'static> GroupCommit<T> {
         }
     }
 
+    /// Keeps a batch that nobody waits for open for up to `linger` before writing it: what is
+    /// queued meanwhile joins it, so a queue whose items are durable elsewhere (charges their
+    /// journal entries carry) writes far fewer, larger transactions. An item with a waiter (or
+    /// a flush) arriving meanwhile closes the batch at once.
+    pub fn linger(&self, linger: Duration) {
+        let us = i64::try_from(linger.as_micros()).unwrap_or(i64::MAX);
+        self.health.linger_us.store(us, Ordering::Relaxed);
+    }
+
     /// Lets waiters go on while writes have been failing for less than `grace` (a shared store:
     /// traffic continues through its outage, its writes queued).
     pub fn tolerate_outages(&self, grace: Duration) {
@@ -288,6 +304,7 @@ impl<T: Clone + Send + 'static> Writer<T> {
                 std::thread::yield_now();
                 take_queued(&mut rx, &mut jobs, max_batch);
             }
+            linger(&mut rx, &mut jobs, max_batch, health.linger()).await;
             let mut items = Vec::with_capacity(jobs.len());
             let mut acks = Vec::new();
             for job in jobs.drain(..) {
@@ -316,6 +333,34 @@ impl<T: Clone + Send + 'static> Writer<T> {
             for ack in acks {
                 let _ = ack.send(());
             }
+        }
+    }
+}
+
+/// While nobody waits for the batch in `jobs` (no item with a waiter, no flush), keeps taking
+/// what arrives for up to `linger` (none: returns at once), up to `max_batch` in all.
+async fn linger<T>(
+    rx: &mut mpsc::UnboundedReceiver<Job<T>>,
+    jobs: &mut Vec<Job<T>>,
+    max_batch: usize,
+    linger: Duration,
+) {
+    let waited = |job: &Job<T>| matches!(job, Job::Item(_, Some(_)) | Job::Flush(_));
+    if linger.is_zero() || jobs.iter().any(waited) {
+        return;
+    }
+    let until = tokio::time::Instant::now() + linger;
+    while jobs.len() < max_batch {
+        match tokio::time::timeout_at(until, rx.recv()).await {
+            Ok(Some(job)) => {
+                let close = waited(&job);
+                jobs.push(job);
+                if close {
+                    return;
+                }
+            }
+            // The time is up, or every sender is gone (the batch is written, then the loop ends).
+            Ok(None) | Err(_) => return,
         }
     }
 }
@@ -387,5 +432,57 @@ mod tests {
         let (queue, _ended) = GroupCommit::start(Runs::Task, "test", 8, writer(&seen));
         queue.push_then_wait(1).await;
         assert_eq!(*seen.lock().unwrap(), [(vec![1], false)]);
+    }
+
+    /// A batch nobody waits for stays open for the linger (on tokio's paused clock: no real
+    /// sleep), up to a full batch; an item with a waiter closes it at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_lingering_batch_takes_what_comes_until_someone_waits() {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Job<u32>>();
+        let linger_for = Duration::from_millis(20);
+        let mut jobs = vec![Job::Item(0, None)];
+        let sender = tx.clone();
+        tokio::spawn(async move {
+            for i in 1..=3 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let _ = sender.send(Job::Item(i, None));
+            }
+        });
+        let started = tokio::time::Instant::now();
+        linger(&mut rx, &mut jobs, 8, linger_for).await;
+        assert_eq!(started.elapsed(), linger_for, "open for the whole linger");
+        assert_eq!(jobs.len(), 4, "what came meanwhile joined");
+
+        let mut jobs = vec![Job::Item(0, None)];
+        let (ack, _done) = oneshot::channel();
+        let sender = tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let _ = sender.send(Job::Item(1, Some(ack)));
+            let _ = sender.send(Job::Item(2, None));
+        });
+        let started = tokio::time::Instant::now();
+        linger(&mut rx, &mut jobs, 8, linger_for).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(5),
+            "closed by the waiter"
+        );
+        assert_eq!(jobs.len(), 2);
+        take_queued(&mut rx, &mut jobs, 8);
+
+        let (ack, _done) = oneshot::channel();
+        let mut jobs = vec![Job::Item(0, Some(ack))];
+        let started = tokio::time::Instant::now();
+        linger(&mut rx, &mut jobs, 8, linger_for).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "a waiter already in: no linger"
+        );
+
+        let mut jobs: Vec<Job<u32>> = (0..8).map(|i| Job::Item(i, None)).collect();
+        linger(&mut rx, &mut jobs, 8, linger_for).await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "a full batch: no linger");
     }
 }

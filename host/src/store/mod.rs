@@ -119,6 +119,38 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn group_commits_run(&self) -> group_commit::Runs {
         group_commit::Runs::Task
     }
+    /// Whether charges may ride the journal's fsync (docs/STORE.md, "Charges ride the journal's
+    /// fsync"): the store keeps a marker ([`Store::charge_and_mark`]) and finds usage rows by
+    /// request ([`Store::charged`]); those two are only called when this says yes. PostgreSQL
+    /// says no (each replica would need a marker of its own, and its charges settle through the
+    /// shared ledger).
+    fn charges_ride_journal(&self) -> bool {
+        false
+    }
+    /// [`Store::charge`], and the journal seq from which charges may be missing from the store,
+    /// in one transaction.
+    fn charge_and_mark(
+        &self,
+        batch: Vec<UsageRecord>,
+        from_seq: u64,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        let _ = from_seq;
+        self.charge(batch)
+    }
+    /// The seq [`Store::charge_and_mark`] left last (`None`: never).
+    fn charges_marker(&self) -> BoxFuture<'_, StoreResult<Option<u64>>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// The usage rows of these requests (by request id).
+    fn charged(&self, requests: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<UsageRecord>>> {
+        let _ = requests;
+        Box::pin(async {
+            Err(StoreError::Invalid {
+                field: "request_id",
+                reason: "this store does not keep usage rows by request".into(),
+            })
+        })
+    }
     /// Usage summed per key, model and actor, filtered; ordered by key, model, actor.
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>>;
 

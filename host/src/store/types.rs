@@ -199,6 +199,9 @@ pub struct UsageRecord {
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub spend: Micros,
+    /// The request charged (its `X-Audit-Trace-ID`, the journal entry's `request_id`); `None`
+    /// for work no request did. Kept by SQLite, where start-up looks charges up by it.
+    pub request_id: Option<String>,
 }
 
 /// Filters for [`super::Store::usage`]; `from` is inclusive, `to` exclusive.

@@ -345,6 +345,7 @@ fn usage(team: &TeamId, key: &KeyId, actor: &str, model: &str, at: UnixMillis) -
         tokens_in: 10,
         tokens_out: 20,
         spend: 300,
+        request_id: None,
     }
 }
 

@@ -212,6 +212,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX responses_by_age ON responses(created_at);
     ",
+    // 10: charges carried by journal entries (issue 19): the request each usage row charged, and
+    // the marker from which start-up looks in the journal for charges a crash took from the
+    // store (docs/STORE.md, "Charges ride the journal's fsync").
+    r"
+    ALTER TABLE usage ADD COLUMN request_id TEXT;
+    CREATE INDEX usage_by_request ON usage(request_id) WHERE request_id IS NOT NULL;
+    CREATE TABLE charges_marker (
+        id       INTEGER PRIMARY KEY CHECK (id = 1),
+        from_seq INTEGER NOT NULL                 -- journal seq from which charges may be missing
+    ) STRICT;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -267,6 +267,26 @@ impl Store for SqliteStore {
         group_commit::Runs::Thread
     }
 
+    fn charges_ride_journal(&self) -> bool {
+        true
+    }
+
+    fn charge_and_mark(
+        &self,
+        batch: Vec<UsageRecord>,
+        from_seq: u64,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| usage::charge_and_mark(c, &batch, from_seq))
+    }
+
+    fn charges_marker(&self) -> BoxFuture<'_, StoreResult<Option<u64>>> {
+        self.run(|c, _| usage::charges_marker(c))
+    }
+
+    fn charged(&self, requests: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<UsageRecord>>> {
+        self.run(move |c, _| usage::charged(c, &requests))
+    }
+
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
         self.run(move |c, _| usage::query(c, &filter))
     }

@@ -162,6 +162,7 @@ async fn deleting_a_team_stops_its_keys_and_drops_its_counters_but_keeps_usage()
         tokens_in: 1,
         tokens_out: 2,
         spend: 3,
+        request_id: None,
     })
     .await
     .unwrap();

@@ -1,6 +1,6 @@
 //! Usage in SQLite: one row per completed request, summed on query per key, model and actor.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::i64_of;
 use crate::store::rules::{UsageArg, check_not_negative, spend_by_scope, usage_conditions};
@@ -9,8 +9,9 @@ use crate::store::{KeyId, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRo
 pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
     check_not_negative(u.spend, "spend")?;
     conn.prepare_cached(
-        "INSERT INTO usage (at, team_id, key_id, actor, model, tokens_in, tokens_out, spend_micros)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO usage (at, team_id, key_id, actor, model, tokens_in, tokens_out, spend_micros,
+                            request_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         u.at,
@@ -20,7 +21,8 @@ pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
         u.model,
         i64_of(u.tokens_in, "tokens_in")?,
         i64_of(u.tokens_out, "tokens_out")?,
-        u.spend
+        u.spend,
+        u.request_id
     ])?;
     Ok(())
 }
@@ -35,6 +37,63 @@ pub(super) fn charge(conn: &mut Connection, batch: &[UsageRecord]) -> StoreResul
     charge_in(&tx, batch)?;
     tx.commit()?;
     Ok(())
+}
+
+/// [`charge`], and the journal seq from which charges may be missing, in one transaction.
+pub(super) fn charge_and_mark(
+    conn: &mut Connection,
+    batch: &[UsageRecord],
+    from_seq: u64,
+) -> StoreResult<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    charge_in(&tx, batch)?;
+    tx.prepare_cached(
+        "INSERT INTO charges_marker (id, from_seq) VALUES (1, ?1)
+         ON CONFLICT (id) DO UPDATE SET from_seq = excluded.from_seq",
+    )?
+    .execute(params![i64_of(from_seq, "from_seq")?])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The marker [`charge_and_mark`] left, if any.
+pub(super) fn charges_marker(conn: &Connection) -> StoreResult<Option<u64>> {
+    let seq: Option<i64> = conn
+        .query_row(
+            "SELECT from_seq FROM charges_marker WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(seq.map(|s| u64::try_from(s).unwrap_or(0)))
+}
+
+/// The usage rows of these requests (by request id).
+pub(super) fn charged(conn: &Connection, requests: &[String]) -> StoreResult<Vec<UsageRecord>> {
+    let mut st = conn.prepare_cached(
+        "SELECT at, team_id, key_id, actor, model, tokens_in, tokens_out, spend_micros
+         FROM usage WHERE request_id = ?1",
+    )?;
+    let mut out = Vec::new();
+    for id in requests {
+        let rows = st.query_map(params![id], |r| {
+            Ok(UsageRecord {
+                at: r.get(0)?,
+                team_id: TeamId(r.get(1)?),
+                key_id: KeyId(r.get(2)?),
+                actor: r.get(3)?,
+                model: r.get(4)?,
+                tokens_in: count(r.get(5)?),
+                tokens_out: count(r.get(6)?),
+                spend: r.get(7)?,
+                request_id: Some(id.clone()),
+            })
+        })?;
+        for row in rows {
+            out.push(row?);
+        }
+    }
+    Ok(out)
 }
 
 /// [`charge`] inside a transaction the caller commits.

@@ -128,6 +128,7 @@ async fn teams_are_created_updated_listed_and_deleted(backend: Backend) {
         tokens_in: 1,
         tokens_out: 2,
         spend: 3,
+        request_id: None,
     })
     .await
     .unwrap();
@@ -314,6 +315,7 @@ async fn usage_rows_sort_as_bytes(backend: Backend) {
             tokens_out: 1,
             // A free request still leaves its row; it moves no counter.
             spend: if actor == "_batch" { 0 } else { 10 },
+            request_id: None,
         })
         .collect();
     s.charge(batch).await.unwrap();
@@ -352,6 +354,7 @@ async fn concurrent_charges_over_shared_scopes_all_land(backend: Backend) {
         tokens_in: 1,
         tokens_out: 1,
         spend,
+        request_id: None,
     };
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..40 {
@@ -560,6 +563,7 @@ async fn stored_responses_are_charged_and_kept_within_their_team(backend: Backen
         tokens_in: 5,
         tokens_out: 7,
         spend: 300,
+        request_id: None,
     };
     s.charge_and_store(
         vec![charge],
