@@ -465,13 +465,19 @@ impl Reservation {
     }
 
     /// Charges the real usage, carried by the request's journal entry: settled and queued now,
-    /// never waited for (`Charger::charge_carried`); the caller puts the returned record in the
+    /// never waited for (`Charger::charge_carried`); the caller puts the returned charge in the
     /// entry. Only when `Charger::carries`.
-    pub fn settle_carried(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
+    pub fn settle_carried(mut self, tokens_in: u64, tokens_out: u64) -> crate::journal::Charge {
         self.done = true;
         let record = self.budgets.settle(&self, tokens_in, tokens_out);
-        self.budgets.charger.charge_carried(record.clone());
-        record
+        let charge = crate::journal::Charge {
+            model: record.model.clone(),
+            spend_micros: u64::try_from(record.spend).unwrap_or(0),
+            tokens_in,
+            tokens_out,
+        };
+        self.budgets.charger.charge_carried(record);
+        charge
     }
 
     /// Charges the real usage from synchronous code (end of a stream); persisted by the charger

@@ -109,13 +109,7 @@ impl Audit {
     }
 
     /// A charge the entry carries: its durable record (`budget::Charger::charge_carried`).
-    pub fn carry(&self, record: &crate::store::UsageRecord) {
-        let charge = crate::journal::Charge {
-            model: record.model.clone(),
-            spend_micros: u64::try_from(record.spend).unwrap_or(0),
-            tokens_in: record.tokens_in,
-            tokens_out: record.tokens_out,
-        };
+    pub fn carry(&self, charge: crate::journal::Charge) {
         self.with(|f| f.charges.push(charge));
     }
 

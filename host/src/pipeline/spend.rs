@@ -62,8 +62,8 @@ pub async fn reserve(
 /// for it beside the entry's append.
 pub fn settle_whole(call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
     if call.app.0.budgets.charger().carries() {
-        let record = reservation.settle_carried(tokens_in, tokens_out);
-        call.audit.carry(&record);
+        call.audit
+            .carry(reservation.settle_carried(tokens_in, tokens_out));
     } else {
         call.audit
             .reply_after(reservation.settle_then_wait(tokens_in, tokens_out));
