@@ -4,6 +4,7 @@ budgets under concurrency and for streams, and persistence across a restart."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -456,6 +457,69 @@ def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_pa
             assert total["spend"] == pytest.approx(0.004), total  # 4 completion tokens at 0.001
             t = a.get(f"/v1/admin/teams/{team['id']}").json()
             assert t["spend"]["spent"] == pytest.approx(0.004), t
+    finally:
+        gw.kill()
+
+
+@pytest.mark.skipif(services.BACKEND != "sqlite",
+                    reason="holds SQLite's write lock; the wait is the same code on either store")
+@pytest.mark.parametrize("journal", [{"durability": "durable"}, {"durability": "batched"}], ids=["carried", "waited"])
+def test_a_stream_ends_only_once_its_charge_is_durable(sim, keys, tmp_path, journal):
+    """A stream's usage charge is made durable as a whole answer's is, before its last frame
+    leaves: carried by its journal entry (a durable journal on SQLite), else committed by the
+    store while the last frame waits (here a batched journal). The store's write lock is held by
+    another process while the stream runs; the gateway is SIGKILLed after the stream ended, and
+    the restart counts the request and its spend."""
+    config = harness.gateway_config(
+        harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0), keys["config"],
+        journal=journal)
+    carried = journal["durability"] == "durable"
+    body = {**CHAT, "max_tokens": 4, "stream": True, "stream_options": {"include_usage": True}}
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            team = new_team(a)
+            key = new_key(a, team["id"])
+
+        with as_key(gw, key["key"]) as c:
+            def stream() -> str:
+                with c.stream("POST", "/v1/chat/completions", json=body) as r:
+                    assert r.status_code == 200
+                    return r.read().decode()
+
+            c.get("/v1/models")  # the key cached before the store is locked
+            lock = sqlite3.connect(tmp_path / "data" / "sovereign.db", isolation_level=None)
+            lock.execute("BEGIN IMMEDIATE")
+            try:
+                with ThreadPoolExecutor(1) as pool:
+                    streamed = pool.submit(stream)
+                    if not carried:
+                        done, _ = wait([streamed], timeout=1.0)
+                        assert not done, "the stream ended before its charge was committed"
+                        lock.execute("ROLLBACK")
+                    text = streamed.result(timeout=30)
+                    gw.kill()
+            finally:
+                lock.close()
+    finally:
+        gw.kill()
+    assert text.rstrip().endswith("data: [DONE]"), text
+    chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    tokens = [ch["usage"]["completion_tokens"] for ch in chunks if ch.get("usage")]
+    assert tokens and tokens[-1] > 0, text
+    if carried:
+        store = sqlite3.connect(tmp_path / "data" / "sovereign.db")
+        try:
+            rows = store.execute("SELECT COUNT(*) FROM usage WHERE key_id = ?", (key["id"],)).fetchone()[0]
+        finally:
+            store.close()
+        assert rows == 0, "the store took the charge before the kill: this test proves nothing"
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            total = usage(a, key_id=key["id"])["total"]
+            assert total["requests"] == 1, total
+            assert total["spend"] == pytest.approx(tokens[-1] * 0.001), total
     finally:
         gw.kill()
 

@@ -133,9 +133,9 @@ pub(super) async fn answer(
     route::label(response, routed, &model)
 }
 
-/// How a whole answer's charge is made durable: before the answer leaves (`Durable`), or queued
-/// for the caller to wait on with what it commits next on the same queue (`Queued`: the Responses
-/// API stores its response right behind it, one transaction for both).
+/// How an answer's charge is made durable: before the answer (or a stream's last frame) leaves
+/// (`Durable`), or queued for the caller to wait on with what it commits next on the same queue
+/// (`Queued`: the Responses API stores its response right behind it, one transaction for both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Settle {
     Durable,
@@ -171,6 +171,7 @@ pub(super) async fn answer_parts(
                 served,
                 wants_usage,
                 shape,
+                settle,
             ))),
         ),
         Ok(served) => (
@@ -205,8 +206,16 @@ pub(super) fn sse_response(body: Body) -> Response {
 
 /// Relays the serving model's stream event by event (through the guardrail's output stage when
 /// one is configured); when it ends, however it ended, the reservation settles, the breaker
-/// hears the outcome and `request.completed` goes out.
-fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -> Body {
+/// hears the outcome and `request.completed` goes out. Its charge is settled as `settle` says,
+/// as a whole answer's is: durable before the last frame leaves, or queued for a stored
+/// response to wait on.
+fn stream_answer(
+    call: &Call,
+    served: Served,
+    wants_usage: bool,
+    shape: Shape,
+    settle: Settle,
+) -> Body {
     let Served {
         model,
         exchange,
@@ -251,7 +260,12 @@ fn stream_answer(call: &Call, served: Served, wants_usage: bool, shape: Shape) -
                 call.count_tokens(&summary.text),
             ),
         };
-        reservation.settle_now(tokens_in, tokens_out);
+        match settle {
+            Settle::Durable => spend::settle_durable(&call, reservation, tokens_in, tokens_out),
+            Settle::Queued => {
+                reservation.settle_now(tokens_in, tokens_out);
+            }
+        }
         let status = match summary.outcome {
             StreamOutcome::Completed => 200,
             StreamOutcome::ClientGone => 499,
@@ -341,7 +355,7 @@ async fn whole_answer(
     // Durable (group commit) before the answer leaves — the journal layer waits for it beside
     // the entry's append —, or queued for the caller to wait on.
     match settle {
-        Settle::Durable => spend::settle_whole(call, reservation, tokens_in, tokens_out),
+        Settle::Durable => spend::settle_durable(call, reservation, tokens_in, tokens_out),
         Settle::Queued => {
             reservation.settle_now(tokens_in, tokens_out);
         }

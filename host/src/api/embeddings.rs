@@ -175,7 +175,7 @@ async fn answer(call: &Call, served: Served, input_tokens: u64) -> Result<Respon
             if let Some(obj) = answer.as_object_mut() {
                 obj.insert("model".into(), Value::String(model.id.0.clone()));
             }
-            spend::settle_whole(call, reservation, tokens, 0);
+            spend::settle_durable(call, reservation, tokens, 0);
             Ok(Json(answer).into_response())
         }
         Err(e) => {

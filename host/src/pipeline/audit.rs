@@ -72,7 +72,7 @@ struct Facts {
     stream: StreamState,
     /// A whole answer's usage charge, queued: the reply waits for it beside the entry's append.
     charge: Option<BoxFuture<'static, ()>>,
-    /// Charges the entry carries (`pipeline::spend::settle_whole`).
+    /// Charges the entry carries (`pipeline::spend::settle_durable`).
     charges: Vec<crate::journal::Charge>,
 }
 

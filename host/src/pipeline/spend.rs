@@ -1,7 +1,8 @@
 //! The budget phase: the most a chat answer may cost (`max_completion_tokens`) and the
 //! reservation of the worst case on the team's and key's budgets (429 `insufficient_quota` when a
 //! budget cannot cover it). Settling happens where the answer ends (`budget::Reservation`);
-//! [`settle_whole`] is how a whole answer's charge is made durable before it leaves.
+//! [`settle_durable`] is how an answer's charge is made durable before the answer (or a stream's
+//! last frame) leaves.
 
 use std::sync::Arc;
 
@@ -56,11 +57,13 @@ pub async fn reserve(
         })
 }
 
-/// Settles a whole answer's charge, durable before the answer leaves: carried by the request's
-/// journal entry when charges ride the journal's fsync (`budget::Charger::carries`; the answer
-/// then waits for its entry alone), else committed to the store while the journal layer waits
-/// for it beside the entry's append.
-pub fn settle_whole(call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
+/// Settles an answer's charge, durable before the answer leaves — a whole answer, or a stream's
+/// last frame (`pipeline::audit`, which holds that frame for the entry): carried by the
+/// request's journal entry when charges ride the journal's fsync (`budget::Charger::carries`;
+/// the answer then waits for its entry alone), else committed to the store while the journal
+/// layer waits for it beside the entry's append. Without a journal nothing waits: the charge is
+/// queued.
+pub fn settle_durable(call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
     if call.app.0.budgets.charger().carries() {
         call.audit
             .carry(reservation.settle_carried(tokens_in, tokens_out));
