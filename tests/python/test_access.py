@@ -399,6 +399,27 @@ def test_the_days_token_counts_survive_a_restart(sim, keys, tmp_path):
         gw.kill()
 
 
+def usage_rows(tmp_path, key_id: str) -> int:
+    """The usage rows of a key in a stopped gateway's SQLite store, read from the file."""
+    store = sqlite3.connect(tmp_path / "data" / "sovereign.db")
+    try:
+        return store.execute("SELECT COUNT(*) FROM usage WHERE key_id = ?", (key_id,)).fetchone()[0]
+    finally:
+        store.close()
+
+
+def counted_after_restart(config: str, tmp_path, keys, key_id: str, team_id: str) -> tuple[dict, float]:
+    """A key's usage totals and its team's spend, as a gateway restarted on the same data
+    directory reports them."""
+    gw = harness.start_gateway(config, tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            total = usage(a, key_id=key_id)["total"]
+            return total, a.get(f"/v1/admin/teams/{team_id}").json()["spend"]["spent"]
+    finally:
+        gw.kill()
+
+
 @pytest.mark.skipif(services.BACKEND != "sqlite",
                     reason="holds SQLite's write lock; the wait is the same code on either store")
 @pytest.mark.parametrize("journal", [{"durability": "durable"}, {"enabled": False}], ids=["journal", "no-journal"])
@@ -443,22 +464,11 @@ def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_pa
     finally:
         gw.kill()
     if carried:
-        store = sqlite3.connect(tmp_path / "data" / "sovereign.db")
-        try:
-            rows = store.execute("SELECT COUNT(*) FROM usage WHERE key_id = ?", (key["id"],)).fetchone()[0]
-        finally:
-            store.close()
-        assert rows == 0, "the store took the charges before the kill: this test proves nothing"
-    gw = harness.start_gateway(config, tmp_path)
-    try:
-        with admin(gw, keys) as a:
-            total = usage(a, key_id=key["id"])["total"]
-            assert total["requests"] == 2, total
-            assert total["spend"] == pytest.approx(0.004), total  # 4 completion tokens at 0.001
-            t = a.get(f"/v1/admin/teams/{team['id']}").json()
-            assert t["spend"]["spent"] == pytest.approx(0.004), t
-    finally:
-        gw.kill()
+        assert usage_rows(tmp_path, key["id"]) == 0, "the store took the charges before the kill: this test proves nothing"
+    total, team_spent = counted_after_restart(config, tmp_path, keys, key["id"], team["id"])
+    assert total["requests"] == 2, total
+    assert total["spend"] == pytest.approx(0.004), total  # 4 completion tokens at 0.001
+    assert team_spent == pytest.approx(0.004)
 
 
 @pytest.mark.skipif(services.BACKEND != "sqlite",
@@ -508,20 +518,11 @@ def test_a_stream_ends_only_once_its_charge_is_durable(sim, keys, tmp_path, jour
     tokens = [ch["usage"]["completion_tokens"] for ch in chunks if ch.get("usage")]
     assert tokens and tokens[-1] > 0, text
     if carried:
-        store = sqlite3.connect(tmp_path / "data" / "sovereign.db")
-        try:
-            rows = store.execute("SELECT COUNT(*) FROM usage WHERE key_id = ?", (key["id"],)).fetchone()[0]
-        finally:
-            store.close()
-        assert rows == 0, "the store took the charge before the kill: this test proves nothing"
-    gw = harness.start_gateway(config, tmp_path)
-    try:
-        with admin(gw, keys) as a:
-            total = usage(a, key_id=key["id"])["total"]
-            assert total["requests"] == 1, total
-            assert total["spend"] == pytest.approx(tokens[-1] * 0.001), total
-    finally:
-        gw.kill()
+        assert usage_rows(tmp_path, key["id"]) == 0, "the store took the charge before the kill: this test proves nothing"
+    total, team_spent = counted_after_restart(config, tmp_path, keys, key["id"], team["id"])
+    assert total["requests"] == 1, total
+    assert total["spend"] == pytest.approx(tokens[-1] * 0.001), total
+    assert team_spent == pytest.approx(tokens[-1] * 0.001)
 
 
 def test_first_start_creates_an_admin_key_once(sim, tmp_path):
