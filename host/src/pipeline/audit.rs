@@ -7,7 +7,7 @@
 //! entry itself ([`Audit::carry`], a durable journal on SQLite), or else committed by the store
 //! ([`Audit::reply_after`]), waited for at once with the append. A streamed response is
 //! passed through frame by frame, except its last one (the frame with `[DONE]` or the error
-//! event), which waits for the append. An append that fails turns the answer into a 500 (or, for
+//! event), which waits for the append and the stream's charge alike. An append that fails turns the answer into a 500 (or, for
 //! a stream, its last frame into an error event): nothing is served unrecorded. A request
 //! abandoned by its client before its entry was written still gets one (status `error`),
 //! appended from a drop guard.
@@ -70,7 +70,8 @@ struct Facts {
     /// failure, or a guardrail's block.
     status: Option<Status>,
     stream: StreamState,
-    /// A whole answer's usage charge, queued: the reply waits for it beside the entry's append.
+    /// An answer's usage charge, queued: the reply (a stream's last frame) waits for it beside
+    /// the entry's append.
     charge: Option<BoxFuture<'static, ()>>,
     /// Charges the entry carries (`pipeline::spend::settle_durable`).
     charges: Vec<crate::journal::Charge>,
