@@ -39,32 +39,29 @@ pub async fn charges(
     }
     let head = journal.durable_seq();
     let mut done = Recovered::default();
+    let mut lost = Vec::new();
     // No marker: no charge has ever ridden this journal (every start marks before serving).
-    if let Some(from) = store.charges_marker().await? {
-        let mut lost = Vec::new();
-        let mut next = Some(from);
-        while let Some(seq) = next {
-            let (dir, id) = (cfg.dir.clone(), cfg.sovereign_id.clone());
-            let page = tokio::task::spawn_blocking(move || {
-                query(&dir, &id, &Filter::default(), seq, PAGE, PAGE as u64)
-            })
-            .await??;
-            done.entries += page.entries.len();
-            lost.extend(missing(store.as_ref(), page.entries).await?);
-            next = page.next_seq;
-        }
-        done.charges = lost.len();
-        if !lost.is_empty() {
-            tracing::warn!(
-                charges = lost.len(),
-                from_seq = from,
-                "charges missing from the store (a crash?) applied again from the journal"
-            );
-        }
-        store.charge_and_mark(lost, head + 1).await?;
-    } else {
-        store.charge_and_mark(Vec::new(), head + 1).await?;
+    let from = store.charges_marker().await?;
+    let mut next = from;
+    while let Some(seq) = next {
+        let (dir, id) = (cfg.dir.clone(), cfg.sovereign_id.clone());
+        let page = tokio::task::spawn_blocking(move || {
+            query(&dir, &id, &Filter::default(), seq, PAGE, PAGE as u64)
+        })
+        .await??;
+        done.entries += page.entries.len();
+        lost.extend(missing(store.as_ref(), page.entries).await?);
+        next = page.next_seq;
     }
+    done.charges = lost.len();
+    if !lost.is_empty() {
+        tracing::warn!(
+            charges = lost.len(),
+            from_seq = from,
+            "charges missing from the store (a crash?) applied again from the journal"
+        );
+    }
+    store.charge_and_mark(lost, head + 1).await?;
     Ok(done)
 }
 

@@ -442,9 +442,11 @@ struct Unwritten {
 }
 
 impl Unwritten {
+    /// The entry, made once (its caller has taken the request out of `Pending`): the charges
+    /// move into it, as nothing reads them after; the facts the metrics read are copied.
     fn draft(&self, http: Option<StatusCode>) -> EntryDraft {
         let p = &self.principal;
-        self.audit.read(|f| EntryDraft {
+        self.audit.with(|f| EntryDraft {
             timestamp: SystemTime::now(),
             request_id: self.request_id.to_string(),
             actor_id: f
@@ -456,7 +458,7 @@ impl Unwritten {
             key_id: p.key_id.to_string(),
             auth: Some(p.credential.as_str().to_string()),
             cert_sha256: self.peer.as_ref().map(|c| c.fingerprint.clone()),
-            charges: f.charges.clone(),
+            charges: std::mem::take(&mut f.charges),
             action: self.action.clone(),
             model: f.model.clone(),
             prompt_hash: f.prompt_hash.clone(),
