@@ -96,10 +96,6 @@ class DataResidencyError(SovereignStatusError):
 ResidencyError = DataResidencyError
 
 
-class BudgetExceededError(SovereignStatusError, openai.RateLimitError):
-    """429 `insufficient_quota`: a budget is spent; waiting does not help (never retried)."""
-
-
 class RateLimitError(SovereignStatusError, openai.RateLimitError):
     """429 rate limit: `retry_after` (seconds, from `Retry-After`) and `reset` (Unix time, from
     `X-RateLimit-Reset`) when the answer said."""
@@ -111,6 +107,11 @@ class RateLimitError(SovereignStatusError, openai.RateLimitError):
         super().__init__(message, response=response, body=body)
         self.retry_after = parse_retry_after(response.headers)
         self.reset = _float(response.headers.get("x-ratelimit-reset"))
+
+
+class BudgetExceededError(RateLimitError):
+    """429 `insufficient_quota`: a budget is spent; waiting does not help (never retried). A
+    `RateLimitError`, as in every language (clients/SPEC.md, "Errors")."""
 
 
 class InternalServerError(SovereignStatusError, openai.InternalServerError):
@@ -154,19 +155,18 @@ def _is_quota(data: Mapping[str, Any]) -> bool:
 
 
 def make_status_error(err_msg: str, *, body: object, response: httpx2.Response) -> openai.APIStatusError:
-    """The typed error for an error answer, in SPEC.md's order."""
+    """The typed error for an error answer: the status picks the kind, then the gateway's
+    `type`/`code` refine it within that status (SPEC.md, "Errors"; tests/vectors/errors.json)."""
     data: object = body.get("error", body) if isinstance(body, Mapping) else body
     fields: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
     status = response.status_code
     cls: type[SovereignStatusError]
-    if fields.get("type") == "guardrail_violation":
-        cls = GuardrailViolationError
+    if status == 400:
+        cls = GuardrailViolationError if fields.get("type") == "guardrail_violation" else BadRequestError
     elif status == 451:
         cls = DataResidencyError
     elif status == 429:
         cls = BudgetExceededError if _is_quota(fields) else RateLimitError
-    elif status == 400:
-        cls = BadRequestError
     elif status == 401:
         cls = AuthenticationError
     elif status == 403:
