@@ -79,8 +79,13 @@ def _settings(
     http_client: Any,
     make_http_client: Any,
 ) -> Tuple[Optional[str], str, Any]:
-    key = api_key or os.environ.get("SOVEREIGN_API_KEY")
-    if key is None and client_cert is not None:
+    key = api_key or os.environ.get("SOVEREIGN_API_KEY") or None
+    if key is None:
+        if client_cert is None:
+            raise openai.OpenAIError(
+                "The gateway's API key is missing: pass api_key= or set SOVEREIGN_API_KEY (the OPENAI_* "
+                "variables are never read), or pass client_cert= for a client certificate mapped to an identity."
+            )
         key = CERTIFICATE_ONLY
     ctx = _ssl_context(ca_bundle, client_cert)
     if ctx is not None:
@@ -88,6 +93,22 @@ def _settings(
             raise ValueError("Pass either ca_bundle/client_cert or http_client, not both.")
         http_client = make_http_client(verify=ctx)
     return key, _base_url(base_url), http_client
+
+
+# What the SDK's constructor takes from the OPENAI_* variables when not given: a client of the
+# gateway uses only its own settings (SOVEREIGN_* or arguments), so these are reset after it ran.
+_SDK_ENVIRONMENT = ("admin_api_key", "organization", "project", "webhook_secret")
+
+
+def _own_settings_only(client: Any, kwargs: Any) -> None:
+    """Undoes what the SDK's constructor read from `OPENAI_ADMIN_KEY`, `OPENAI_ORG_ID`,
+    `OPENAI_PROJECT_ID`, `OPENAI_WEBHOOK_SECRET` and `OPENAI_CUSTOM_HEADERS` (the key and base URL
+    are always passed, so `OPENAI_API_KEY` / `OPENAI_BASE_URL` are never looked at); values
+    passed as arguments stay."""
+    for name in _SDK_ENVIRONMENT:
+        setattr(client, name, kwargs.get(name))
+    client._custom_headers = dict(kwargs.get("default_headers") or {})
+    client._ambient_authorizations = frozenset()
 
 
 def _non_idempotent(request: httpx2.Request) -> bool:
@@ -141,7 +162,10 @@ class _GatewayRules:
             except (httpx2.ResponseNotRead, ValueError):
                 body = None
             error = body.get("error") if isinstance(body, dict) else None
-            if isinstance(error, dict) and "insufficient_quota" in (error.get("type"), error.get("code")):
+            if isinstance(error, dict) and (
+                "insufficient_quota" in (error.get("type"), error.get("code"))
+                or error.get("type") == "guardrail_violation"
+            ):
                 return False
         return True
 
@@ -173,7 +197,9 @@ class Sovereign(_GatewayRules, openai.OpenAI):
     """An `openai.OpenAI` client for a Sovereign Gateway.
 
     `base_url` is the gateway's root or its `/v1` (default: `SOVEREIGN_BASE_URL`), `api_key` a
-    gateway key (default: `SOVEREIGN_API_KEY`; none is needed with a mapped `client_cert`).
+    gateway key (default: `SOVEREIGN_API_KEY`; none is needed with a mapped `client_cert`;
+    without either, `OpenAIError` naming SOVEREIGN_API_KEY). The SDK's `OPENAI_*` variables are
+    never read.
     `ca_bundle` (PEM) is trusted for TLS, `client_cert` is `(cert.pem, key.pem)` (or one PEM with
     both) for mutual TLS. `max_retries` (default 2; 0 disables) applies to 429, 502/503/504 and
     connection errors."""
@@ -192,6 +218,7 @@ class Sovereign(_GatewayRules, openai.OpenAI):
         key, url, http_client = _settings(api_key, base_url, ca_bundle, client_cert, http_client,
                                           openai.DefaultHttpxClient)
         super().__init__(api_key=key, base_url=url, max_retries=max_retries, http_client=http_client, **kwargs)
+        _own_settings_only(self, kwargs)
 
     # -- the gateway's resources -------------------------------------------------------------
     @cached_property
@@ -264,6 +291,7 @@ class AsyncSovereign(_GatewayRules, openai.AsyncOpenAI):
         key, url, http_client = _settings(api_key, base_url, ca_bundle, client_cert, http_client,
                                           openai.DefaultAsyncHttpxClient)
         super().__init__(api_key=key, base_url=url, max_retries=max_retries, http_client=http_client, **kwargs)
+        _own_settings_only(self, kwargs)
 
     @cached_property
     def chat(self) -> AsyncSovereignChat:  # type: ignore[override]
