@@ -3,7 +3,8 @@ docs/DOCUMENTS.md."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, cast
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Union, cast
 
 from openai._files import FileTypes
 from openai._resource import AsyncAPIResource, SyncAPIResource
@@ -17,9 +18,11 @@ from ._common import RequestOverrides, clean, request_options
 __all__ = ["Documents", "AsyncDocuments", "Rag", "AsyncRag"]
 
 
-def _upload_parts(file: FileTypes, collection: Optional[str], metadata: Optional[Mapping[str, Any]]) -> Any:
+def _upload_parts(file: Union[FileTypes, str], collection: Optional[str], metadata: Optional[Mapping[str, Any]]) -> Any:
     import json
 
+    if isinstance(file, str):
+        file = Path(file)  # a path, as in `documents.upload("report.pdf")` (the SDK takes PathLike)
     body: Dict[str, Any] = {"file": file}
     if collection is not None:
         body["collection"] = collection
@@ -41,13 +44,14 @@ def _rag_body(query: str, **fields: Any) -> Dict[str, Any]:
 class Documents(SyncAPIResource):
     def upload(
         self,
-        file: FileTypes,
+        file: Union[FileTypes, str],
         *,
         collection: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
         **overrides: Unpack[RequestOverrides],
     ) -> Document:
-        """Upload a PDF/DOCX/text file (a path, bytes, a file object or `(name, content, type)`)
+        """Upload a PDF/DOCX/text file (a path as `str` or `Path`, bytes, a file object or
+        `(name, content, type)`)
         into the team's library: `POST /v1/documents/upload` (uploadDocument). The same bytes
         in the same collection answer the stored record."""
         body, files = _upload_parts(file, collection, metadata)
@@ -87,7 +91,7 @@ class Documents(SyncAPIResource):
 class AsyncDocuments(AsyncAPIResource):
     async def upload(
         self,
-        file: FileTypes,
+        file: Union[FileTypes, str],
         *,
         collection: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
