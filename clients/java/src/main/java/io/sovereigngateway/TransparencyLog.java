@@ -111,8 +111,37 @@ public final class TransparencyLog {
         if (note == null) {
             throw new JournalVerificationException("malformed: no checkpoint note");
         }
-        String text = openNote(note, key);
-        return parseCheckpointBody(text, key);
+        checkText(note);
+        int split = note.lastIndexOf("\n\n");
+        if (split < 0) {
+            throw new JournalVerificationException("malformed: the note has no blank line before its signatures");
+        }
+        String text = note.substring(0, split + 1);
+        VerifiedCheckpoint cp = parseCheckpointBody(text);
+        List<String[]> sigs = parseSignatureLines(note.substring(split + 2));
+        if (!cp.origin().equals(key.name)) {
+            throw new JournalVerificationException("untrusted key: the checkpoint's origin " + cp.origin()
+                    + " is not the key's name " + key.name);
+        }
+        byte[] message = text.getBytes(StandardCharsets.UTF_8);
+        boolean verified = false;
+        for (String[] sig : sigs) {
+            byte[] raw = Base64.getDecoder().decode(sig[1]);
+            if (!sig[0].equals(key.name) || !Arrays.equals(Arrays.copyOf(raw, 4), key.keyId)) {
+                continue; // another key's signature
+            }
+            byte[] ed = Arrays.copyOfRange(raw, 4, raw.length);
+            if (ed.length != 64 || !ed25519Verify(key.publicKey, message, ed)) {
+                throw new JournalVerificationException("bad signature: the signature of " + key.name + "+"
+                        + JournalVerifier.toHex(key.keyId) + " does not verify");
+            }
+            verified = true;
+        }
+        if (!verified) {
+            throw new JournalVerificationException("untrusted key: no signature of " + key.name + "+"
+                    + JournalVerifier.toHex(key.keyId) + " on the checkpoint");
+        }
+        return cp;
     }
 
     /**
@@ -374,81 +403,25 @@ public final class TransparencyLog {
         return Arrays.copyOf(md.digest(), 4);
     }
 
-    /** Splits the note, checks its signature lines, and returns the signed text. */
-    private static String openNote(String note, VerifierKey key) {
+    /** Valid Unicode, no control characters other than newline (C0, DEL, C1). */
+    private static void checkText(String note) {
         for (int i = 0; i < note.length(); i++) {
             char c = note.charAt(i);
-            if (c < 0x20 && c != '\n') {
-                throw new JournalVerificationException("malformed: the note has a control character");
+            if ((c < 0x20 && c != '\n') || (c >= 0x7f && c <= 0x9f)) {
+                throw new JournalVerificationException("malformed: the note has a control character other than newline");
             }
             if (Character.isSurrogate(c)) {
                 if (Character.isHighSurrogate(c) && i + 1 < note.length() && Character.isLowSurrogate(note.charAt(i + 1))) {
                     i++;
                 } else {
-                    throw new JournalVerificationException("malformed: the note is not valid Unicode");
+                    throw new JournalVerificationException("malformed: the note is not well-formed Unicode");
                 }
             }
         }
-        int split = note.lastIndexOf("\n\n");
-        if (split < 0) {
-            throw new JournalVerificationException("malformed: the note has no blank line before its signatures");
-        }
-        String text = note.substring(0, split + 1);
-        String sigs = note.substring(split + 2);
-        if (sigs.isEmpty() || !sigs.endsWith("\n")) {
-            throw new JournalVerificationException("malformed: the note's signature block is empty or not newline-terminated");
-        }
-        String[] lines = sigs.substring(0, sigs.length() - 1).split("\n", -1);
-        if (lines.length > MAX_SIGNATURES) {
-            throw new JournalVerificationException("malformed: the note has " + lines.length
-                    + " signature lines, more than " + MAX_SIGNATURES);
-        }
-        byte[] message = text.getBytes(StandardCharsets.UTF_8);
-        boolean verified = false;
-        boolean sawName = false;
-        for (String line : lines) {
-            if (!line.startsWith(SIG_PREFIX)) {
-                throw new JournalVerificationException("malformed: a signature line does not start with an em dash and a space");
-            }
-            String rest = line.substring(SIG_PREFIX.length());
-            int sp = rest.indexOf(' ');
-            if (sp <= 0) {
-                throw new JournalVerificationException("malformed: a signature line has no key name and signature");
-            }
-            String name = rest.substring(0, sp);
-            if (!validKeyName(name)) {
-                throw new JournalVerificationException("malformed: a signature line's key name is not a key name");
-            }
-            byte[] sig = strictBase64(rest.substring(sp + 1));
-            if (sig == null || sig.length < 5) {
-                throw new JournalVerificationException("malformed: a signature line's signature is not base64 of a key id and a signature");
-            }
-            if (!name.equals(key.name)) {
-                continue;
-            }
-            sawName = true;
-            if (!Arrays.equals(Arrays.copyOf(sig, 4), key.keyId)) {
-                continue; // the same name, another key
-            }
-            byte[] ed = Arrays.copyOfRange(sig, 4, sig.length);
-            if (ed.length != 64 || !ed25519Verify(key.publicKey, message, ed)) {
-                throw new JournalVerificationException("bad signature: the signature of " + key.name
-                        + " does not verify");
-            }
-            if (verified) {
-                throw new JournalVerificationException("malformed: two signatures of " + key.name + " by the same key");
-            }
-            verified = true;
-        }
-        if (!verified) {
-            throw new JournalVerificationException("untrusted key: no signature of " + key.name + "+"
-                    + JournalVerifier.toHex(key.keyId) + (sawName ? " (a signature of that name is by another key)" : ""));
-        }
-        return text;
     }
 
-    private static VerifiedCheckpoint parseCheckpointBody(String text, VerifierKey key) {
-        // text ends with "\n" (the split keeps it)
+    /** Origin, tree size, root hash, optional non-empty extension lines; {@code text} ends with a newline. */
+    private static VerifiedCheckpoint parseCheckpointBody(String text) {
         String[] lines = text.substring(0, text.length() - 1).split("\n", -1);
         if (lines.length < 3) {
             throw new JournalVerificationException("malformed: a checkpoint has an origin, a tree size and a root hash line");
@@ -476,11 +449,37 @@ public final class TransparencyLog {
                 throw new JournalVerificationException("malformed: the checkpoint has an empty extension line");
             }
         }
-        if (!origin.equals(key.name)) {
-            throw new JournalVerificationException("untrusted key: the checkpoint's origin " + origin
-                    + " is not the key's name " + key.name);
-        }
         return new VerifiedCheckpoint(origin, treeSize, root);
+    }
+
+    /** The signature lines as {name, base64}; at least one, at most {@link #MAX_SIGNATURES}. */
+    private static List<String[]> parseSignatureLines(String block) {
+        if (block.isEmpty() || !block.endsWith("\n")) {
+            throw new JournalVerificationException("malformed: the note has no signature lines ending with a newline");
+        }
+        String[] lines = block.substring(0, block.length() - 1).split("\n", -1);
+        if (lines.length > MAX_SIGNATURES) {
+            throw new JournalVerificationException("malformed: the note has " + lines.length
+                    + " signature lines, more than " + MAX_SIGNATURES);
+        }
+        List<String[]> out = new ArrayList<>();
+        for (int i = 0; i < lines.length; i++) {
+            String line = lines[i];
+            if (!line.startsWith(SIG_PREFIX)) {
+                throw new JournalVerificationException("malformed: signature line " + (i + 1)
+                        + " does not start with an em dash and a space");
+            }
+            String rest = line.substring(SIG_PREFIX.length());
+            int sp = rest.indexOf(' ');
+            String name = sp < 0 ? "" : rest.substring(0, sp);
+            byte[] raw = sp < 0 ? null : strictBase64(rest.substring(sp + 1));
+            if (!validKeyName(name) || raw == null || raw.length < 5) {
+                throw new JournalVerificationException("malformed: signature line " + (i + 1)
+                        + " is not \u2014 <name> <base64 of key id and signature>");
+            }
+            out.add(new String[] {name, rest.substring(sp + 1)});
+        }
+        return out;
     }
 
     private static boolean ed25519Verify(byte[] publicKey, byte[] message, byte[] signature) {
@@ -502,7 +501,7 @@ public final class TransparencyLog {
         }
         for (int i = 0; i < name.length(); i++) {
             char c = name.charAt(i);
-            if (c == '+' || Character.isWhitespace(c) || Character.isSpaceChar(c) || c < 0x20) {
+            if (c == '+' || Character.isWhitespace(c) || Character.isSpaceChar(c) || c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
                 return false;
             }
         }
