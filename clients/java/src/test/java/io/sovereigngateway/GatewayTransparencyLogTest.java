@@ -93,8 +93,7 @@ class GatewayTransparencyLogTest {
         assertThrows(PermissionDeniedException.class, () -> gw.member().activity().checkpoint());
         assertThrows(PermissionDeniedException.class, () -> gw.member().activity().inclusionProof("req_x"));
         assertThrows(NotFoundException.class, () -> activity.inclusionProof("req_no_such_request_" + System.nanoTime()));
-        assertThrows(BadRequestException.class, () -> activity.consistencyProof(0, size));
-        assertThrows(BadRequestException.class, () -> activity.consistencyProof(1, size + 1_000_000));
+        assertThrows(BadRequestException.class, () -> activity.consistencyProof(0, size)); // m == 0 is refused
 
         String line = activity.exportLines(ActivityQuery.all().limit(1)).get(0);
         Map<String, Object> first = Json.parseObject(line);
