@@ -272,10 +272,32 @@ export interface ActivityQuery extends PromiseLike<ActivityPage>, AsyncIterable<
   pages(): AsyncGenerator<ActivityPage, void, undefined>;
 }
 
+/** GET /v1/activity/proof: the RFC 9162 inclusion proof of one entry (hashes base64). */
+export interface InclusionProof {
+  leaf_index: number;
+  tree_size: number;
+  hashes: string[];
+}
+
+/** GET /v1/activity/consistency: the RFC 9162 consistency proof between two tree sizes (hashes base64). */
+export interface ConsistencyProof {
+  from: number;
+  to: number;
+  hashes: string[];
+}
+
 export declare class Activity {
   query(params?: ActivityFilters, options?: RequestOptions): ActivityQuery;
   /** The `jsonl` (default) or `csv` export as text. */
   export(params?: ActivityFilters & { format?: 'jsonl' | 'csv' }, options?: RequestOptions): Promise<string>;
+  /** The journal's signed checkpoint (C2SP tlog-checkpoint note) as text; `replica` on multi-replica deployments. */
+  checkpoint(params?: { replica?: string }, options?: RequestOptions): Promise<string>;
+  /** The checkpoints' verifier key, `<name>+<key id>+<base64 key>` (no trailing newline). */
+  checkpointKey(options?: RequestOptions): Promise<string>;
+  /** The inclusion proof of a request's entry (tree size: the latest checkpoint's, unless given). */
+  inclusionProof(requestId: string, params?: { treeSize?: number }, options?: RequestOptions): Answer<InclusionProof>;
+  /** The consistency proof between the trees of `from` and `to` leaves (1 <= from <= to). */
+  consistencyProof(from: number, to: number, options?: RequestOptions): Answer<ConsistencyProof>;
 }
 
 export interface SignedCheckpoint {
@@ -568,3 +590,68 @@ export declare function verifyWebhook(
   body: string | Buffer | Uint8Array,
   options?: { toleranceSeconds?: number; now?: Date | number },
 ): unknown;
+
+// ----- transparency log (offline) -------------------------------------------------------------
+
+/** A checkpoint, inclusion proof or consistency proof that does not verify. */
+export declare class JournalVerificationError extends Error {
+  constructor(reason: string);
+  /** Starts with `malformed`, `bad signature`, `untrusted key`, `inclusion` or `consistency`. */
+  readonly reason: string;
+}
+
+/** The most signature lines a checkpoint note may carry. */
+export declare const MAX_NOTE_SIGNATURES: number;
+
+/** A checkpoint whose signature verified. */
+export interface VerifiedCheckpoint {
+  origin: string;
+  treeSize: number;
+  /** The 32-byte root hash. */
+  rootHash: Buffer;
+  /** The note's extension lines after the root hash (usually none). */
+  extensions: string[];
+}
+
+/** A 32-byte hash: bytes, or standard base64. */
+export type HashInput = Uint8Array | string;
+
+/** Verifies a signed checkpoint against the verifier key; throws JournalVerificationError. */
+export declare function verifyCheckpoint(note: string | Uint8Array, vkey: string | Uint8Array): VerifiedCheckpoint;
+
+/**
+ * Verifies that an export line (a trailing "\n" is stripped) is in the tree the checkpoint
+ * (of size `proof.tree_size`) vouches for; returns the checkpoint; throws JournalVerificationError.
+ */
+export declare function verifyInclusion(
+  line: string | Uint8Array,
+  proof: InclusionProof,
+  note: string | Uint8Array,
+  vkey: string | Uint8Array,
+): VerifiedCheckpoint;
+
+/**
+ * Verifies that the newer checkpoint's tree extends the older's; returns both; throws
+ * JournalVerificationError.
+ */
+export declare function verifyConsistency(
+  oldNote: string | Uint8Array,
+  newNote: string | Uint8Array,
+  proof: ConsistencyProof,
+  vkey: string | Uint8Array,
+): { from: VerifiedCheckpoint; to: VerifiedCheckpoint };
+
+/** RFC 9162 leaf hash, SHA-256(0x00 || leaf); a string leaf is UTF-8. */
+export declare function leafHash(leaf: string | Uint8Array): Buffer;
+
+/** The root an inclusion path leads to (RFC 9162 §2.1.3.2); throws JournalVerificationError. */
+export declare function rootFromInclusion(leafHash: HashInput, index: number, size: number, hashes: HashInput[]): Buffer;
+
+/** RFC 9162 §2.1.4.2; true, or throws JournalVerificationError. */
+export declare function verifyConsistencyProof(
+  m: number,
+  n: number,
+  root1: HashInput,
+  root2: HashInput,
+  hashes: HashInput[],
+): true;

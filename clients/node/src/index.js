@@ -12,6 +12,16 @@ import { makeSovereignError } from './errors.js';
 
 export * from './errors.js';
 export { verifyJournalExport, verifyWebhook, canonicalJson, GENESIS_HASH } from './verify.js';
+export {
+  JournalVerificationError,
+  MAX_NOTE_SIGNATURES,
+  leafHash,
+  rootFromInclusion,
+  verifyCheckpoint,
+  verifyConsistency,
+  verifyConsistencyProof,
+  verifyInclusion,
+} from './tlog.js';
 
 /** Per-request options key: the call must not be repeated once sent (except after a 429). */
 export const NON_IDEMPOTENT = Symbol.for('sovereign.nonIdempotent');
@@ -449,6 +459,49 @@ export class Activity extends Resource {
       .post('/activity/logs', { body: { ...filters, format }, ...options, __binaryResponse: true })
       .asResponse();
     return response.text();
+  }
+
+  /** A text/plain answer as its text. */
+  async _text(path, query, options) {
+    const response = await this._client
+      .get(path, {
+        ...(query ? { query } : {}),
+        ...options,
+        headers: { Accept: 'text/plain, */*', ...options.headers },
+        __binaryResponse: true,
+      })
+      .asResponse();
+    return response.text();
+  }
+
+  /**
+   * The journal's signed checkpoint as it stands (a C2SP tlog-checkpoint note, text):
+   * verify it with `verifyCheckpoint(note, vkey)`. `replica`: another replica's log.
+   */
+  checkpoint(params = {}, options = {}) {
+    const { replica } = params;
+    return this._text('/activity/checkpoint', replica != null ? { replica } : null, options);
+  }
+
+  /** The verifier key of the checkpoints, `<name>+<key id>+<base64 key>` (without the newline). */
+  async checkpointKey(options = {}) {
+    return (await this._text('/activity/checkpoint/key', null, options)).replace(/\r?\n$/, '');
+  }
+
+  /**
+   * `{leaf_index, tree_size, hashes}`: the inclusion proof of request `requestId`'s entry in
+   * the tree of `treeSize` leaves (default: the latest checkpoint's size).
+   */
+  inclusionProof(requestId, params = {}, options = {}) {
+    const { treeSize } = params;
+    const query = { request_id: requestId };
+    if (treeSize != null) query.tree_size = treeSize;
+    return this._client.get('/activity/proof', { query, ...options });
+  }
+
+  /** `{from, to, hashes}`: the consistency proof between the trees of `from` and `to` leaves. */
+  consistencyProof(from, to, options = {}) {
+    return this._client.get('/activity/consistency', { query: { from, to }, ...options });
   }
 }
 
