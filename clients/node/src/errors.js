@@ -97,7 +97,7 @@ export function rateLimitReset(headers) {
   return Number.isFinite(n) ? new Date(n * 1000) : null;
 }
 
-/** 429 other than a budget: `retryAfter` (seconds) and `reset` (Date) when the gateway sent them. */
+/** 429: `retryAfter` (seconds) and `reset` (Date) when the gateway sent them. */
 export class RateLimitError extends OpenAI.RateLimitError {
   constructor(status, error, message, headers) {
     super(status, error, message, headers);
@@ -107,13 +107,8 @@ export class RateLimitError extends OpenAI.RateLimitError {
   }
 }
 
-/** 429 `insufficient_quota`: a budget is spent. Never retried. */
-export class BudgetExceededError extends OpenAI.RateLimitError {
-  constructor(status, error, message, headers) {
-    super(status, error, message, headers);
-    decorate(this, headers);
-  }
-}
+/** 429 `insufficient_quota`: a budget is spent. Never retried. A `RateLimitError`, as in every language. */
+export class BudgetExceededError extends RateLimitError {}
 
 export class InternalServerError extends OpenAI.InternalServerError {
   constructor(status, error, message, headers) {
@@ -144,19 +139,19 @@ export class WebhookVerificationError extends Error {
 export { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError };
 
 /**
- * The typed error for an answer, in SPEC.md's order. `body` is the parsed JSON body (or
- * undefined), `message` the raw text when the body was not JSON.
+ * The typed error for an answer: the status picks the kind, then the gateway's `type`/`code`
+ * refine it within that status (SPEC.md, "Errors"; tests/vectors/errors.json). `body` is the
+ * parsed JSON body (or undefined), `message` the raw text when the body was not JSON.
  */
 export function makeSovereignError(status, body, message, headers) {
   const error = body && typeof body === 'object' ? body.error : undefined;
   const type = error?.type;
   const code = error?.code;
   let Kind;
-  if (type === 'guardrail_violation') Kind = GuardrailViolationError;
+  if (status === 400) Kind = type === 'guardrail_violation' ? GuardrailViolationError : BadRequestError;
   else if (status === 451) Kind = DataResidencyError;
   else if (status === 429 && (type === 'insufficient_quota' || code === 'insufficient_quota')) Kind = BudgetExceededError;
   else if (status === 429) Kind = RateLimitError;
-  else if (status === 400) Kind = BadRequestError;
   else if (status === 401) Kind = AuthenticationError;
   else if (status === 403) Kind = PermissionDeniedError;
   else if (status === 404) Kind = NotFoundError;

@@ -508,12 +508,8 @@ export declare class RateLimitError extends OpenAI.RateLimitError implements Sov
   /** From `X-RateLimit-Reset`. */
   readonly reset: Date | null;
 }
-/** 429 `insufficient_quota`. */
-export declare class BudgetExceededError extends OpenAI.RateLimitError implements SovereignErrorFields {
-  constructor(...args: StatusErrorArgs);
-  readonly auditTraceId: string | null;
-  readonly sovereignId: string | null;
-}
+/** 429 `insufficient_quota`: a budget is spent (never retried); a `RateLimitError`. */
+export declare class BudgetExceededError extends RateLimitError {}
 export declare class InternalServerError extends OpenAI.InternalServerError implements SovereignErrorFields {
   constructor(...args: StatusErrorArgs);
   readonly auditTraceId: string | null;

@@ -360,7 +360,7 @@ describe('errors and retries (scripted server)', () => {
       delete process.env.SOVEREIGN_BASE_URL;
       delete process.env.SOVEREIGN_API_KEY;
     }
-    assert.throws(() => new Sovereign({ baseURL: url }), /credentials/);
+    assert.throws(() => new Sovereign({ baseURL: url }), /SOVEREIGN_API_KEY/);
     assert.ok(new Sovereign({ baseURL: url, apiKey: 'k' }) instanceof OpenAI);
   });
 
@@ -390,7 +390,7 @@ describe('errors and retries (scripted server)', () => {
     const r = await fails('residency', DataResidencyError);
     assert.deepEqual([r.status, r.type, r.code], [451, 'sovereignty_error', 'sensitive_requires_local']);
     const b = await fails('budget', BudgetExceededError);
-    assert.ok(b instanceof OpenAI.RateLimitError && !(b instanceof RateLimitError));
+    assert.ok(b instanceof OpenAI.RateLimitError && b instanceof RateLimitError); // SPEC.md: a RateLimit subkind
     await fails('budget_code', BudgetExceededError);
     await fails('s400', BadRequestError);
     await fails('s401', AuthenticationError);
