@@ -88,6 +88,8 @@ export interface SovereignEmbeddings {
 }
 
 export declare const NON_IDEMPOTENT: unique symbol;
+/** The file name sent for bytes given without one: `upload`, no extension. */
+export declare const UNNAMED_UPLOAD: 'upload';
 
 /** Every `x-sovereign-client` operationId -> the method paths implementing it (e.g. `admin.keys.rotate`). */
 export declare const OPERATIONS: Readonly<Record<string, readonly string[]>>;
@@ -142,7 +144,10 @@ export interface Deleted {
 export interface DocumentUploadParams {
   collection?: string;
   metadata?: Record<string, unknown> | string;
-  /** The name to send (default: the path's base name, the File's name, or `upload.bin`). */
+  /**
+   * The name to send (default: the path's base name, the File's name, or `UNNAMED_UPLOAD`,
+   * `upload`: no extension, so the gateway goes by the bytes).
+   */
   filename?: string;
 }
 

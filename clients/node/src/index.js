@@ -209,7 +209,8 @@ export class Sovereign extends OpenAI {
     if (!apiKey) {
       if (!clientCert) {
         throw new OpenAI.OpenAIError(
-          'Missing credentials: pass `apiKey` (or set SOVEREIGN_API_KEY), or a `clientCert` for mutual TLS.',
+          "The gateway's API key is missing: pass `apiKey` or set SOVEREIGN_API_KEY (the OPENAI_* " +
+            'variables are never read), or pass a `clientCert` mapped to an identity for mutual TLS.',
         );
       }
       certOnly = true;
@@ -223,6 +224,13 @@ export class Sovereign extends OpenAI {
     }
     base = base ?? globalThis.fetch;
     super({
+      // Only the gateway's own settings: what the SDK would take from OPENAI_ADMIN_KEY,
+      // OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_WEBHOOK_SECRET when left undefined (a null is
+      // not replaced); arguments still win.
+      adminAPIKey: null,
+      organization: null,
+      project: null,
+      webhookSecret: null,
       ...rest,
       baseURL: normalizeBaseURL(baseURL),
       // The SDK wants a key; with a certificate alone no Authorization header is sent.
@@ -233,6 +241,9 @@ export class Sovereign extends OpenAI {
       clientCert,
       clientKey,
     });
+    // The SDK merges OPENAI_CUSTOM_HEADERS (which may hold an Authorization) into its options'
+    // headers: keep only the ones given here.
+    this._options = { ...this._options, defaultHeaders: certOnly ? { ...defaultHeaders, Authorization: null } : defaultHeaders };
     this.documents = new Documents(this);
     this.rag = new Rag(this);
     this.activity = new Activity(this);
@@ -312,6 +323,12 @@ class Resource {
 
 const enc = encodeURIComponent;
 
+/**
+ * The name sent for bytes that came without one: no extension, so it claims no type and the
+ * gateway goes by the content (docs/DOCUMENTS.md); `upload.bin` made it refuse text (415).
+ */
+export const UNNAMED_UPLOAD = 'upload';
+
 /** The file to upload as a Blob/File with its name. */
 async function toUploadFile(file, filename) {
   if (typeof file === 'string') {
@@ -320,17 +337,17 @@ async function toUploadFile(file, filename) {
   }
   if (typeof File !== 'undefined' && file instanceof File && !filename) return file;
   if (file instanceof Blob) {
-    const name = filename ?? file.name ?? 'upload.bin';
+    const name = filename ?? file.name ?? UNNAMED_UPLOAD;
     return new File([file], name, { type: file.type || mediaType(name) });
   }
   if (file instanceof ArrayBuffer || ArrayBuffer.isView(file)) {
-    const name = filename ?? 'upload.bin';
+    const name = filename ?? UNNAMED_UPLOAD;
     return new File([file], name, { type: mediaType(name) });
   }
   if (file && typeof file[Symbol.asyncIterator] === 'function') {
     const chunks = [];
     for await (const c of file) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
-    const name = filename ?? (typeof file.path === 'string' ? basename(file.path) : 'upload.bin');
+    const name = filename ?? (typeof file.path === 'string' ? basename(file.path) : UNNAMED_UPLOAD);
     return new File(chunks, name, { type: mediaType(name) });
   }
   throw new TypeError('documents.upload: `file` must be a path, a Blob/File, bytes, or a readable stream');

@@ -272,6 +272,12 @@ describe('documents and RAG', () => {
     const again = await member.documents.upload(bytes, { collection, filename: 'copy.pdf' });
     assert.equal(again.sha256, doc.sha256);
 
+    // Bytes without a name: sent as `upload` (no extension), so the gateway sniffs them as text
+    // (it refused `upload.bin` with 415, "the bytes are text").
+    const text = await member.documents.upload(Buffer.from('The retention period is ten years.\n'), { collection });
+    assert.equal(text.filename, 'upload');
+    await member.documents.delete(text.id);
+
     const deleted = await member.documents.delete(doc.id);
     assert.equal(deleted.deleted, true);
     await assert.rejects(member.documents.retrieve(doc.id), NotFoundError);
