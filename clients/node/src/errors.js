@@ -1,7 +1,7 @@
 // Typed errors (clients/SPEC.md, "Errors"): each is a subclass of the `openai` SDK's matching
 // class, so existing `catch (e) { if (e instanceof OpenAI.APIError) … }` code keeps working, and
 // each carries the answer's `X-Audit-Trace-ID` / `X-Sovereign-ID`.
-import OpenAI from 'openai';
+import OpenAI from './openai.js';
 
 const {
   APIError,

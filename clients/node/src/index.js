@@ -4,8 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 
-import OpenAI from 'openai';
 import { Agent, fetch as undiciFetch } from 'undici';
+
+import OpenAI from './openai.js';
 
 import * as Errors from './errors.js';
 import { makeSovereignError } from './errors.js';
