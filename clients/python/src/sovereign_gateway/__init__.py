@@ -1,6 +1,7 @@
 """Sovereign Gateway's Python client: the openai SDK's client (`Sovereign` is an `openai.OpenAI`)
 with the gateway's sovereignty metadata, typed errors and retries, TLS options, documents, RAG,
-the activity journal, the admin API, and offline journal and webhook verification."""
+the activity journal, the admin API, and offline verification of the journal (its export, its
+transparency log's checkpoints and proofs) and of webhooks."""
 
 from . import types
 from ._client import CERTIFICATE_ONLY, MAX_RETRY_WAIT, AsyncSovereign, Sovereign
@@ -14,6 +15,7 @@ from ._errors import (
     DataResidencyError,
     GuardrailViolationError,
     InternalServerError,
+    JournalVerificationError,
     NotFoundError,
     PayloadTooLargeError,
     PermissionDeniedError,
@@ -33,6 +35,15 @@ from ._metadata import (
     SovereignStream,
     Sovereignty,
     sovereignty_of,
+)
+from ._tlog import (
+    VerifiedCheckpoint,
+    leaf_hash,
+    root_from_inclusion,
+    verify_checkpoint,
+    verify_consistency,
+    verify_consistency_proof,
+    verify_inclusion,
 )
 from ._webhooks import sign_webhook, verify_webhook
 
@@ -73,6 +84,14 @@ __all__ = [
     "JournalProblem",
     "GENESIS_HASH",
     "jcs",
+    "verify_checkpoint",
+    "verify_inclusion",
+    "verify_consistency",
+    "leaf_hash",
+    "root_from_inclusion",
+    "verify_consistency_proof",
+    "VerifiedCheckpoint",
+    "JournalVerificationError",
     "verify_webhook",
     "sign_webhook",
     "types",

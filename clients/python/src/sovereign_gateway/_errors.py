@@ -29,6 +29,7 @@ __all__ = [
     "APIConnectionError",
     "APITimeoutError",
     "WebhookVerificationError",
+    "JournalVerificationError",
     "make_status_error",
 ]
 
@@ -124,6 +125,18 @@ class ServiceUnavailableError(InternalServerError):
 
 class WebhookVerificationError(openai.InvalidWebhookSignatureError):
     """A webhook whose signature, timestamp or headers do not verify."""
+
+
+class JournalVerificationError(openai.OpenAIError, ValueError):
+    """A transparency-log checkpoint, inclusion proof or consistency proof that does not verify
+    offline (clients/SPEC.md, "Transparency log proofs (offline)"). `reason` (also the message)
+    starts with `malformed`, `bad signature`, `untrusted key`, `inclusion` or `consistency`."""
+
+    reason: str
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _float(value: Optional[str]) -> Optional[float]:

@@ -40,5 +40,14 @@ OPERATIONS: Dict[str, Tuple[str, ...]] = {
     "setGuardrail": ("admin.guardrail.set",),
 }
 
-#: The two local helpers (no operation): module-level functions of `sovereign_gateway`.
-LOCAL_HELPERS: Tuple[str, ...] = ("verify_journal_export", "verify_webhook")
+#: The local helpers (no operation): module-level functions of `sovereign_gateway`.
+LOCAL_HELPERS: Tuple[str, ...] = (
+    "verify_journal_export",
+    "verify_checkpoint",
+    "verify_inclusion",
+    "verify_consistency",
+    "leaf_hash",
+    "root_from_inclusion",
+    "verify_consistency_proof",
+    "verify_webhook",
+)

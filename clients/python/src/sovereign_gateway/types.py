@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from openai._models import BaseModel
+from pydantic import Field
 
 __all__ = [
     "Document",
@@ -21,6 +22,8 @@ __all__ = [
     "JournalVerifyReport",
     "SignedCheckpoint",
     "CheckpointList",
+    "InclusionProof",
+    "ConsistencyProof",
     "Spend",
     "Team",
     "TeamList",
@@ -157,6 +160,24 @@ class SignedCheckpoint(BaseModel):
 class CheckpointList(BaseModel):
     object: str = "list"
     data: List[SignedCheckpoint] = []
+
+
+class InclusionProof(BaseModel):
+    """`GET /v1/activity/proof`: the RFC 9162 inclusion proof of one entry (leaf `leaf_index` =
+    its seq - 1) in the tree of the first `tree_size` entries; `hashes` base64."""
+
+    leaf_index: int
+    tree_size: int
+    hashes: List[str] = []
+
+
+class ConsistencyProof(BaseModel):
+    """`GET /v1/activity/consistency`: the RFC 9162 consistency proof from tree size `from`
+    (`from_` here; `model_dump(by_alias=True)` gives `from`) to `to`; `hashes` base64."""
+
+    from_: int = Field(alias="from")
+    to: int
+    hashes: List[str] = []
 
 
 class Spend(BaseModel):

@@ -1,6 +1,7 @@
 """`client.activity` (the journal's read API, `POST /v1/activity/logs`: a page of entries with
 an iterator over all pages, or a `jsonl`/`csv` export) and `client.journal` (server-side
-verification, signed checkpoints, offline verification). docs/JOURNAL.md."""
+verification, signed checkpoints, the transparency log's checkpoint, key and proofs, offline
+verification). docs/JOURNAL.md."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from openai._resource import AsyncAPIResource, SyncAPIResource
 from typing_extensions import Unpack, override
 
 from .._journal import JournalVerification, verify_journal_export
-from ..types import ActivityEntry, CheckpointList, JournalVerifyReport, SignedCheckpoint
+from ..types import (
+    ActivityEntry,
+    CheckpointList,
+    ConsistencyProof,
+    InclusionProof,
+    JournalVerifyReport,
+    SignedCheckpoint,
+)
 from ._common import RequestOverrides, clean, request_options
 
 __all__ = ["ActivityLogPage", "AsyncActivityLogPage", "Activity", "AsyncActivity", "Journal", "AsyncJournal"]
@@ -170,6 +178,34 @@ class Journal(SyncAPIResource):
         """`GET /v1/admin/journal/checkpoints` (listJournalCheckpoints), oldest first."""
         return self._get("/admin/journal/checkpoints", cast_to=CheckpointList, options=request_options(overrides))
 
+    def checkpoint(self, *, replica: Optional[str] = None, **overrides: Unpack[RequestOverrides]) -> str:
+        """`GET /v1/activity/checkpoint`: the transparency log's signed checkpoint (a C2SP signed
+        note, text) as the journal stands; `replica` picks a replica's on multi-replica
+        deployments. Verify it with `verify_checkpoint(note, vkey)`."""
+        return self._get("/activity/checkpoint", cast_to=str,
+                         options=request_options(overrides, {"replica": replica}))
+
+    def checkpoint_key(self, **overrides: Unpack[RequestOverrides]) -> str:
+        """`GET /v1/activity/checkpoint/key`: the log's verifier key (`<name>+<key id>+<key>`,
+        the newline stripped). Pin it rather than fetch it each time: a key fetched with the
+        checkpoint proves only that the gateway signed it."""
+        return self._get("/activity/checkpoint/key", cast_to=str, options=request_options(overrides)).strip()
+
+    def inclusion_proof(
+        self, request_id: str, tree_size: Optional[int] = None, **overrides: Unpack[RequestOverrides]
+    ) -> InclusionProof:
+        """`GET /v1/activity/proof`: the inclusion proof of the entry of `request_id` in the tree
+        of `tree_size` entries (default: the latest checkpoint's size). Verify it with
+        `verify_inclusion(line, proof, note, vkey)`."""
+        return self._get("/activity/proof", cast_to=InclusionProof,
+                         options=request_options(overrides, {"request_id": request_id, "tree_size": tree_size}))
+
+    def consistency_proof(self, from_: int, to: int, **overrides: Unpack[RequestOverrides]) -> ConsistencyProof:
+        """`GET /v1/activity/consistency`: the consistency proof from tree size `from_` (>= 1) to
+        `to`. Verify it with `verify_consistency(old_note, new_note, proof, vkey)`."""
+        return self._get("/activity/consistency", cast_to=ConsistencyProof,
+                         options=request_options(overrides, {"from": from_, "to": to}))
+
     @staticmethod
     def verify_export(lines: Any, checkpoints: Any = None, public_key: Any = None) -> JournalVerification:
         """`verify_journal_export`, offline (no call)."""
@@ -191,6 +227,28 @@ class AsyncJournal(AsyncAPIResource):
         return await self._get(
             "/admin/journal/checkpoints", cast_to=CheckpointList, options=request_options(overrides)
         )
+
+    async def checkpoint(self, *, replica: Optional[str] = None, **overrides: Unpack[RequestOverrides]) -> str:
+        return await self._get("/activity/checkpoint", cast_to=str,
+                               options=request_options(overrides, {"replica": replica}))
+
+    async def checkpoint_key(self, **overrides: Unpack[RequestOverrides]) -> str:
+        key = await self._get("/activity/checkpoint/key", cast_to=str, options=request_options(overrides))
+        return key.strip()
+
+    async def inclusion_proof(
+        self, request_id: str, tree_size: Optional[int] = None, **overrides: Unpack[RequestOverrides]
+    ) -> InclusionProof:
+        return await self._get(
+            "/activity/proof", cast_to=InclusionProof,
+            options=request_options(overrides, {"request_id": request_id, "tree_size": tree_size}),
+        )
+
+    async def consistency_proof(
+        self, from_: int, to: int, **overrides: Unpack[RequestOverrides]
+    ) -> ConsistencyProof:
+        return await self._get("/activity/consistency", cast_to=ConsistencyProof,
+                               options=request_options(overrides, {"from": from_, "to": to}))
 
     @staticmethod
     def verify_export(lines: Any, checkpoints: Any = None, public_key: Any = None) -> JournalVerification:
