@@ -282,7 +282,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 func (c *Client) retryable(r *request, err error) bool {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) {
-		if apiErr.noRetry || errors.Is(apiErr, ErrBudgetExceeded) || errors.Is(apiErr, ErrGuardrailViolation) {
+		if apiErr.noRetry || errors.Is(apiErr, ErrBudgetExceeded) || apiErr.Type == "guardrail_violation" {
 			return false
 		}
 		switch {

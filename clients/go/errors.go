@@ -9,8 +9,11 @@ import (
 	"time"
 )
 
-// Error kinds, for errors.Is. An *APIError is exactly one kind (ErrServiceUnavailable is also
-// ErrServer); a *ConnectionError is ErrConnection, and ErrTimeout too when it timed out.
+// Error kinds, for errors.Is (clients/SPEC.md, "Errors"). An *APIError has exactly one kind
+// (its Kind field) and matches that kind's ancestors too: ErrGuardrailViolation is also
+// ErrBadRequest, ErrBudgetExceeded also ErrRateLimit, ErrServiceUnavailable also ErrServer, and
+// every *APIError is ErrAPI. A *ConnectionError is ErrConnection, and ErrTimeout too when it
+// timed out.
 var (
 	ErrBadRequest          = errors.New("sovereign: bad request")            // 400
 	ErrAuthentication      = errors.New("sovereign: authentication failed")  // 401
@@ -25,7 +28,7 @@ var (
 	ErrGuardrailViolation  = errors.New("sovereign: guardrail violation")    // 400 guardrail_violation
 	ErrServer              = errors.New("sovereign: server error")           // >= 500
 	ErrServiceUnavailable  = errors.New("sovereign: service unavailable")    // 503 (also ErrServer)
-	ErrAPI                 = errors.New("sovereign: API error")              // any other status
+	ErrAPI                 = errors.New("sovereign: API error")              // every error answer; alone, a status with no kind above
 	ErrConnection          = errors.New("sovereign: connection error")       // no answer
 	ErrTimeout             = errors.New("sovereign: timeout")                // no answer in time
 	ErrWebhookVerification = errors.New("sovereign: webhook verification failed")
@@ -70,12 +73,34 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Is matches the error's kind (and ErrServer for ErrServiceUnavailable).
+// parentKind is the hierarchy of SPEC.md: each kind's parent (ErrAPI is the root).
+var parentKind = map[error]error{
+	ErrBadRequest:         ErrAPI,
+	ErrGuardrailViolation: ErrBadRequest,
+	ErrAuthentication:     ErrAPI,
+	ErrPermissionDenied:   ErrAPI,
+	ErrNotFound:           ErrAPI,
+	ErrConflict:           ErrAPI,
+	ErrPayloadTooLarge:    ErrAPI,
+	ErrUnprocessable:      ErrAPI,
+	ErrResidency:          ErrAPI,
+	ErrRateLimit:          ErrAPI,
+	ErrBudgetExceeded:     ErrRateLimit,
+	ErrServer:             ErrAPI,
+	ErrServiceUnavailable: ErrServer,
+}
+
+// ParentKind is the kind's parent in SPEC.md's hierarchy (nil for ErrAPI and unknown errors).
+func ParentKind(kind error) error { return parentKind[kind] }
+
+// Is matches the error's kind and each of its ancestors (SPEC.md's hierarchy).
 func (e *APIError) Is(target error) bool {
-	if target == e.Kind {
-		return true
+	for k := e.Kind; k != nil; k = parentKind[k] {
+		if target == k {
+			return true
+		}
 	}
-	return target == ErrServer && e.Kind == ErrServiceUnavailable
+	return false
 }
 
 // Unwrap gives the kind.
@@ -126,9 +151,11 @@ func newAPIError(status int, h http.Header, body []byte) *APIError {
 	return e
 }
 
+// kindOf: the status picks the kind, then the gateway's type/code refine it within that status
+// only (SPEC.md, "Errors"; tests/vectors/errors.json).
 func kindOf(status int, typ, code string) error {
 	switch {
-	case typ == "guardrail_violation":
+	case status == 400 && typ == "guardrail_violation":
 		return ErrGuardrailViolation
 	case status == 451:
 		return ErrResidency

@@ -130,8 +130,8 @@ func TestGuardrailBlock(t *testing.T) {
 	if !errors.Is(err, sovereign.ErrGuardrailViolation) || !errors.As(err, &apiErr) || apiErr.Code != "pii_detected" {
 		t.Fatalf("card number: %v", err)
 	}
-	if errors.Is(err, sovereign.ErrBadRequest) {
-		t.Error("a guardrail violation is also ErrBadRequest")
+	if !errors.Is(err, sovereign.ErrBadRequest) || !errors.Is(err, sovereign.ErrAPI) {
+		t.Error("a guardrail violation is not also ErrBadRequest and ErrAPI (SPEC.md's hierarchy)")
 	}
 	if n := atomic.LoadInt32(&ct.n); n != 1 {
 		t.Fatalf("guardrail refusal sent %d times", n)

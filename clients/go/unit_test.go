@@ -394,7 +394,7 @@ func TestErrorMapping(t *testing.T) {
 		_, err := cl.Models.List(context.Background())
 		srv.Close()
 		var apiErr *sovereign.APIError
-		if !errors.As(err, &apiErr) || !errors.Is(err, c.kind) {
+		if !errors.As(err, &apiErr) || !errors.Is(err, c.kind) || apiErr.Kind != c.kind {
 			t.Errorf("%d %s: %v is not %v", c.status, c.typ, err, c.kind)
 			continue
 		}
