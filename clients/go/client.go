@@ -71,8 +71,8 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithAPIKey sets the bearer API key (`sk-sov-…`). Without it, SOVEREIGN_API_KEY is used when
-// set; a client authenticated by a client certificate needs none.
+// WithAPIKey sets the bearer API key (`sk-sov-…`). Without it, SOVEREIGN_API_KEY is used; a
+// client authenticated by a client certificate needs none. With neither, NewClient fails.
 func WithAPIKey(key string) Option { return func(c *Client) { c.apiKey = key } }
 
 // WithHTTPClient uses the given *http.Client (its Transport is cloned and given the TLS
@@ -110,8 +110,13 @@ func WithHeader(name, value string) Option {
 }
 
 // NewClient returns a client of the gateway at baseURL (`http://host:port`, with or without a
-// trailing `/v1`). It fails only when a TLS file given by an option cannot be read.
+// trailing `/v1`; "" means SOVEREIGN_BASE_URL). Only the SOVEREIGN_* variables and the options
+// are read, never OPENAI_*. It fails when there is no address, no key (WithAPIKey or
+// SOVEREIGN_API_KEY) and no client certificate, or when a TLS file cannot be read.
 func NewClient(baseURL string, opts ...Option) (*Client, error) {
+	if strings.TrimSpace(baseURL) == "" {
+		baseURL = os.Getenv("SOVEREIGN_BASE_URL")
+	}
 	c := &Client{
 		baseURL:    normalizeBaseURL(baseURL),
 		apiKey:     os.Getenv("SOVEREIGN_API_KEY"),
@@ -124,10 +129,13 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	if c.baseURL == "" {
-		return nil, errors.New("sovereign: empty base URL")
+		return nil, errors.New("sovereign: the gateway's address is missing: pass it to NewClient or set SOVEREIGN_BASE_URL")
 	}
 	if err := c.configureTLS(); err != nil {
 		return nil, err
+	}
+	if c.apiKey == "" && c.clientCert == "" && !presentsCertificate(c.httpClient) {
+		return nil, errors.New("sovereign: the gateway's API key is missing: use WithAPIKey or set SOVEREIGN_API_KEY (OPENAI_* variables are never read), or WithClientCertificate for a certificate mapped to an identity")
 	}
 	c.Chat = &ChatService{c: c}
 	c.Embeddings = &EmbeddingsService{c: c}
@@ -144,6 +152,16 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		Guardrail: &GuardrailService{c: c},
 	}
 	return c, nil
+}
+
+// presentsCertificate: the HTTP client (e.g. from WithHTTPClient) is set up for mutual TLS.
+func presentsCertificate(h *http.Client) bool {
+	if h == nil {
+		return false
+	}
+	t, ok := h.Transport.(*http.Transport)
+	return ok && t.TLSClientConfig != nil &&
+		(len(t.TLSClientConfig.Certificates) > 0 || t.TLSClientConfig.GetClientCertificate != nil)
 }
 
 // BaseURL is the gateway's address as the client uses it (without `/v1`).

@@ -68,7 +68,7 @@ func TestOperationsCoverOpenAPI(t *testing.T) {
 // TestOperationMethodsExist: each method path of the table resolves, by reflection, from
 // *Client through exported fields to a method.
 func TestOperationMethodsExist(t *testing.T) {
-	c, err := sovereign.NewClient("http://127.0.0.1:1")
+	c, err := sovereign.NewClient("http://127.0.0.1:1", sovereign.WithAPIKey("k"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -613,10 +613,15 @@ func TestTLS(t *testing.T) {
 	if resp.Text() == "" || resp.Sovereignty.DataResidency != "sa-riyadh-1" {
 		t.Fatalf("mTLS answer %+v", resp)
 	}
-	// CA only, no certificate and no key: authentication fails (the TLS handshake works).
-	caOnly, _ := sovereign.NewClient(d.url, sovereign.WithAPIKey(""), sovereign.WithCABundle(d.tlsCA), sovereign.WithMaxRetries(0))
-	if _, err := caOnly.Models.List(ctx); !errors.Is(err, sovereign.ErrAuthentication) {
+	// CA only, no certificate and no key: the client refuses to start.
+	t.Setenv("SOVEREIGN_API_KEY", "")
+	if _, err := sovereign.NewClient(d.url, sovereign.WithCABundle(d.tlsCA)); err == nil || !strings.Contains(err.Error(), "SOVEREIGN_API_KEY") {
 		t.Fatalf("no credentials: %v", err)
+	}
+	// CA and a wrong key: authentication fails (the TLS handshake works).
+	caOnly, _ := sovereign.NewClient(d.url, sovereign.WithAPIKey("sk-sov-wrong"), sovereign.WithCABundle(d.tlsCA), sovereign.WithMaxRetries(0))
+	if _, err := caOnly.Models.List(ctx); !errors.Is(err, sovereign.ErrAuthentication) {
+		t.Fatalf("a wrong key: %v", err)
 	}
 	// Without the CA: a TLS error, reported as a connection error.
 	noCA, _ := sovereign.NewClient(d.url, sovereign.WithAPIKey(d.member), sovereign.WithMaxRetries(0),
@@ -626,7 +631,7 @@ func TestTLS(t *testing.T) {
 	if !errors.Is(err, sovereign.ErrConnection) || !errors.As(err, &connErr) || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("without the CA: %v", err)
 	}
-	if _, err := sovereign.NewClient(d.url, sovereign.WithCABundle(filepath.Join(tlsDir, "missing.pem"))); err == nil {
+	if _, err := sovereign.NewClient(d.url, sovereign.WithAPIKey("k"), sovereign.WithCABundle(filepath.Join(tlsDir, "missing.pem"))); err == nil {
 		t.Fatal("a missing CA bundle was accepted")
 	}
 }
