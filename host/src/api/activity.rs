@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::access::Principal;
-use crate::journal::query::{Filter, query};
+use crate::journal::query::{Filter, Hit, query};
 use crate::journal::{JournalError, Record, Status, format_utc, parse_iso8601};
 use crate::server::body;
 use crate::server::error::ApiError;
@@ -143,8 +143,8 @@ pub async fn logs(
             let data: Vec<Value> = page
                 .entries
                 .iter()
-                .map(|(replica, r)| {
-                    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                .map(|(replica, hit)| {
+                    let mut v = serde_json::to_value(&hit.record).unwrap_or(Value::Null);
                     if let Some(o) = v.as_object_mut() {
                         o.insert("replica".into(), Value::String(replica.clone()));
                     }
@@ -295,7 +295,7 @@ struct Reader {
 
 /// A page: each entry with the replica whose chain it is in, and where to continue.
 struct Page {
-    entries: Vec<(String, Record)>,
+    entries: Vec<(String, Hit)>,
     next: Option<Cursor>,
 }
 
@@ -381,7 +381,8 @@ impl Reader {
                     continue; // damage is verify's to report
                 };
                 if self.filter.matches(&record) {
-                    entries.push((row.replica, record));
+                    let line = row.line.into_bytes();
+                    entries.push((row.replica, Hit { record, line }));
                 }
                 if entries.len() >= limit || scanned >= budget {
                     let next = after.map(|(t, r, s)| Cursor::After(t, r, s));
@@ -414,12 +415,13 @@ fn export(reader: Reader, cursor: Option<Cursor>, limit: usize, format: Format) 
         match reader.page(from, chunk, SCAN_BUDGET).await {
             Ok(page) => {
                 let mut out = Vec::with_capacity(page.entries.len() * 600);
-                for (replica, r) in &page.entries {
+                for (replica, hit) in &page.entries {
                     match format {
-                        Format::Csv => csv_row(&mut out, r, replica),
-                        // The line as the chain holds it (verifiable as is).
+                        Format::Csv => csv_row(&mut out, &hit.record, replica),
+                        // The line as the chain holds it, byte for byte: verifiable as is, and
+                        // the leaf of the transparency log.
                         _ => {
-                            let _ = serde_json::to_writer(&mut out, r);
+                            out.extend_from_slice(&hit.line);
                             out.push(b'\n');
                         }
                     }

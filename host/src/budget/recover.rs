@@ -50,7 +50,13 @@ pub async fn charges(
         })
         .await??;
         done.entries += page.entries.len();
-        lost.extend(missing(store.as_ref(), page.entries).await?);
+        lost.extend(
+            missing(
+                store.as_ref(),
+                page.entries.into_iter().map(|h| h.record).collect(),
+            )
+            .await?,
+        );
         next = page.next_seq;
     }
     done.charges = lost.len();

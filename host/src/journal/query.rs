@@ -46,10 +46,18 @@ impl Filter {
     }
 }
 
+/// An entry found: parsed, and its line exactly as the chain holds it (without the newline):
+/// what the JSONL export sends, and the leaf of the transparency log.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub record: Record,
+    pub line: Vec<u8>,
+}
+
 /// One page of results.
 #[derive(Debug, Clone, Default)]
 pub struct Page {
-    pub entries: Vec<Record>,
+    pub entries: Vec<Hit>,
     /// The seq to continue from, when the page is full or the scan budget ran out; `None` at the
     /// end of the chain.
     pub next_seq: Option<u64>,
@@ -98,7 +106,10 @@ pub fn query(
             }
             scanned += 1;
             if filter.matches(&record) {
-                page.entries.push(record);
+                page.entries.push(Hit {
+                    record,
+                    line: line[..line.len() - 1].to_vec(),
+                });
                 if page.entries.len() >= limit {
                     page.next_seq = Some(seq + 1);
                     return Ok(page);

@@ -140,7 +140,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
     loop {
         let page = query(&f.dir, ID, &all, cursor, 7, u64::MAX).unwrap();
         assert!(page.entries.len() <= 7);
-        seqs.extend(page.entries.iter().map(|r| r.entry.seq));
+        seqs.extend(page.entries.iter().map(|h| h.record.entry.seq));
         match page.next_seq {
             Some(next) => cursor = next,
             None => break,
@@ -157,7 +157,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
         ..Filter::default()
     };
     let page = query(&f.dir, ID, &rejected, 1, 100, u64::MAX).unwrap();
-    let got: Vec<u64> = page.entries.iter().map(|r| r.entry.seq).collect();
+    let got: Vec<u64> = page.entries.iter().map(|h| h.record.entry.seq).collect();
     assert_eq!(got, vec![1, 6, 11, 16, 21]);
     assert_eq!(page.next_seq, None);
 
@@ -168,7 +168,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
     };
     let page = query(&f.dir, ID, &one, 1, 100, u64::MAX).unwrap();
     assert_eq!(page.entries.len(), 1);
-    assert_eq!(page.entries[0].entry.seq, 13);
+    assert_eq!(page.entries[0].record.entry.seq, 13);
 
     // A scan budget stops a fruitless scan and hands back where to continue.
     let none = Filter {
