@@ -14,6 +14,9 @@ pub(super) struct RawJournal {
     enabled: bool,
     dir: Option<String>,
     signing_key: Option<String>,
+    /// The transparency log's origin (and note key name); default
+    /// `sovereign-gateway/journal/<sovereign_id>`.
+    origin: Option<String>,
     durability: String,
     batch_window_ms: u64,
     batch_max_entries: usize,
@@ -34,6 +37,7 @@ impl Default for RawJournal {
             enabled: true,
             dir: None,
             signing_key: None,
+            origin: None,
             durability: "durable".into(),
             batch_window_ms: 5,
             batch_max_entries: 4096,
@@ -99,6 +103,11 @@ pub(super) fn validate(
             err(format!("journal.{name}"), "must be at least 1");
         }
     }
+    if let Some(origin) = &j.origin
+        && let Err(e) = crate::journal::tlog::note::check_origin(origin)
+    {
+        err("journal.origin".into(), &e);
+    }
     if j.preallocate_bytes > 1 << 30 {
         err(
             "journal.preallocate_bytes".into(),
@@ -134,6 +143,9 @@ pub(super) fn validate(
     open.checkpoint_every = j.checkpoint_every;
     open.preallocate_bytes = j.preallocate_bytes;
     open.force = j.force;
+    if let Some(origin) = j.origin {
+        open.origin = origin;
+    }
     Some(JournalSettings {
         open,
         retention: Retention {

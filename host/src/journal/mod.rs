@@ -12,6 +12,7 @@ mod recover;
 pub mod retention;
 mod segment;
 mod tail;
+pub mod tlog;
 mod verify;
 mod writer;
 
@@ -53,6 +54,9 @@ pub struct JournalConfig {
     pub dir: PathBuf,
     /// Names this replica's chain; `[A-Za-z0-9._-]+`.
     pub sovereign_id: String,
+    /// The origin line of the chain's transparency-log checkpoints, also the name of its note
+    /// key (default `sovereign-gateway/journal/<sovereign_id>`).
+    pub origin: String,
     /// The operator's Ed25519 signing key (hex seed); generated, mode 0600, if absent. Its public
     /// key goes next to it as `<file>.pub`.
     pub signing_key: PathBuf,
@@ -82,6 +86,7 @@ impl JournalConfig {
         JournalConfig {
             dir,
             sovereign_id: sovereign_id.to_string(),
+            origin: tlog::default_origin(sovereign_id),
             signing_key,
             durability: Durability::Durable,
             queue_capacity: 65_536,

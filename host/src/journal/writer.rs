@@ -15,6 +15,7 @@ use super::checkpoint::{Checkpoint, SignedCheckpoint};
 use super::entry::{Entry, EntryDraft, format_utc};
 pub use super::recover::OpenReport;
 use super::recover::{ChainState, create_segment, recover};
+use super::tlog::{Batch, Tlog};
 use super::{Durability, JournalConfig, JournalError};
 
 /// What `append` promises.
@@ -61,6 +62,8 @@ struct Inner {
     durable_seq: Arc<AtomicU64>,
     fsyncs: Arc<AtomicU64>,
     failure: Arc<OnceLock<String>>,
+    /// The chain's transparency log, or why it could not be opened.
+    tlog: Result<Tlog, String>,
 }
 
 impl Journal {
@@ -68,7 +71,23 @@ impl Journal {
     /// from async code use [`Journal::open_async`].
     pub fn open(cfg: JournalConfig) -> Result<(Journal, OpenReport), JournalError> {
         let (state, report) = recover(&cfg)?;
+        let tlog = Tlog::open(
+            &cfg.dir,
+            &cfg.sovereign_id,
+            &cfg.origin,
+            state.key.clone(),
+            state.head_seq,
+        )
+        .map_err(|e| {
+            tracing::error!(error = %e, "transparency log unavailable; the journal goes on without proofs");
+            e.to_string()
+        });
+        let (tlog, follower) = match tlog {
+            Ok((tlog, follower)) => (Ok(tlog), Some(follower)),
+            Err(e) => (Err(e), None),
+        };
         let (tx, rx) = mpsc::channel();
+        let (spare_tx, spare_rx) = mpsc::channel();
         let permits = Arc::new(Semaphore::new(cfg.queue_capacity));
         let durable_seq = Arc::new(AtomicU64::new(state.head_seq));
         let failure = Arc::new(OnceLock::new());
@@ -78,6 +97,10 @@ impl Journal {
             room: state.segment_bytes,
             state,
             buf: Vec::with_capacity(1 << 20),
+            buf_first_seq: 0,
+            follower,
+            spare_tx,
+            spare_rx,
             acks: Vec::new(),
             flushes: Vec::new(),
             checkpoints_wanted: Vec::new(),
@@ -100,6 +123,7 @@ impl Journal {
             durable_seq,
             fsyncs,
             failure,
+            tlog,
         };
         Ok((
             Journal {
@@ -183,6 +207,11 @@ impl Journal {
         self.inner.durable_seq.load(Ordering::Acquire)
     }
 
+    /// The chain's transparency log, or why it is unavailable.
+    pub fn tlog(&self) -> Result<&Tlog, &str> {
+        self.inner.tlog.as_ref().map_err(String::as_str)
+    }
+
     /// How many segment fsyncs the writer has done (group commit: far fewer than entries).
     pub fn fsyncs(&self) -> u64 {
         self.inner.fsyncs.load(Ordering::Relaxed)
@@ -219,8 +248,14 @@ struct Waiter {
 struct Writer {
     cfg: JournalConfig,
     state: ChainState,
-    /// Encoded lines of the batch being assembled.
+    /// Encoded lines of the batch being assembled, the first of them at `buf_first_seq`.
     buf: Vec<u8>,
+    buf_first_seq: u64,
+    /// The transparency log's follower: each written batch is handed to it whole, and its
+    /// buffers come back on `spare_rx` to be filled again.
+    follower: Option<mpsc::Sender<Batch>>,
+    spare_tx: mpsc::Sender<Vec<u8>>,
+    spare_rx: mpsc::Receiver<Vec<u8>>,
     /// Durable-mode appenders waiting for the next fsync.
     acks: Vec<Waiter>,
     flushes: Vec<Reply<u64>>,
@@ -364,6 +399,9 @@ impl Writer {
         reply: Option<Reply<(u64, String)>>,
     ) -> Result<(), JournalError> {
         let seq = self.state.head_seq + 1;
+        if self.buf.is_empty() {
+            self.buf_first_seq = seq;
+        }
         let prev = std::mem::take(&mut self.state.head_hash);
         let hash = Entry::from_draft(draft, seq, prev).seal_into(&mut self.buf);
         self.state.head_seq = seq;
@@ -389,7 +427,22 @@ impl Writer {
             .write_all_at(&self.buf, at)
             .map_err(JournalError::io(&self.state.segment_path))?;
         self.state.segment_bytes = end;
-        self.buf.clear();
+        match &self.follower {
+            Some(follower) => {
+                let spare = self.spare_rx.try_recv().unwrap_or_default();
+                let bytes = std::mem::replace(&mut self.buf, spare);
+                let batch = Batch {
+                    first_seq: self.buf_first_seq,
+                    bytes,
+                    spare: self.spare_tx.clone(),
+                };
+                if follower.send(batch).is_err() {
+                    // The follower stopped (it said why); the journal goes on without it.
+                    self.follower = None;
+                }
+            }
+            None => self.buf.clear(),
+        }
         Ok(())
     }
 

@@ -1,12 +1,14 @@
 //! The activity journal (issue 5), through its public API and the `sovereign` binary:
 //! `append` (group commit, durability modes, rotation, checkpoints, recovery, kill -9),
 //! `tamper` (each tampering kind caught by `verify`), `agreement` (the Python verifier agrees),
-//! `retention` (pruning behind an anchor, export, queries across segments).
+//! `retention` (pruning behind an anchor, export, queries across segments), `tlog` (the
+//! transparency log: shared vectors, the appender's tree, proofs across reopen and retention).
 
 mod agreement;
 mod append;
 mod retention;
 mod tamper;
+mod tlog;
 
 use std::fs;
 use std::path::{Path, PathBuf};

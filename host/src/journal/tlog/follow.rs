@@ -1,0 +1,185 @@
+//! The follower: a thread of its own that takes each batch of lines the journal's writer has
+//! written and adds them to the tree and the request-id index, so the writer's only cost is
+//! handing over its buffer. Also the replay of the same at open, for what the files lack.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+
+use super::ids::{Found, Ids, request_fingerprint, team_fingerprint};
+use super::levels::LevelWriter;
+use super::tree::leaf_hash;
+use super::{Shared, TlogError};
+use crate::journal::entry::Record;
+use crate::journal::segment::{list_dir, next_line};
+
+/// The tree's files are fsynced (and `synced` moved) after this many leaves: at most this many
+/// are rebuilt from the journal at the next open.
+const SYNC_EVERY: u64 = 1 << 16;
+
+/// Lines the writer wrote, in seq order from `first_seq`, each `\n`-terminated; the buffer goes
+/// back to the writer on `spare` once read.
+pub struct Batch {
+    pub first_seq: u64,
+    pub bytes: Vec<u8>,
+    pub spare: std::sync::mpsc::Sender<Vec<u8>>,
+}
+
+/// The follower's state: the files it appends to.
+pub(super) struct Follower {
+    pub levels: LevelWriter,
+    pub ids: Arc<Ids>,
+    /// Seqs at or below this are already in the index.
+    pub indexed: u64,
+    pub unsynced: u64,
+}
+
+impl Follower {
+    /// Adds one line (without its newline) at `seq`, which must be the tree's next leaf.
+    pub fn add(&mut self, seq: u64, line: &[u8]) -> Result<(), TlogError> {
+        if seq == self.levels.size() + 1 {
+            self.levels.push(leaf_hash(line));
+            self.unsynced += 1;
+        } else if seq > self.levels.size() + 1 {
+            return Err(TlogError::Gap {
+                tree: self.levels.size(),
+                seq,
+            });
+        }
+        if seq > self.indexed {
+            if let Some((request, team)) = ids_of(line) {
+                let found = Found {
+                    seq,
+                    team: team_fingerprint(&team),
+                };
+                self.ids.add(request_fingerprint(&request), found)?;
+            }
+            self.indexed = seq;
+        }
+        Ok(())
+    }
+
+    /// Writes what was added, and every [`SYNC_EVERY`] leaves makes it durable.
+    pub fn write(&mut self) -> Result<(), TlogError> {
+        self.levels.write()?;
+        if self.unsynced >= SYNC_EVERY {
+            self.levels.sync()?;
+            self.unsynced = 0;
+        }
+        Ok(())
+    }
+
+    /// Runs until the writer hangs up, then makes everything durable.
+    pub fn run(mut self, rx: Receiver<Batch>, shared: Arc<Shared>) {
+        let result = (|| -> Result<(), TlogError> {
+            while let Ok(batch) = rx.recv() {
+                let mut seq = batch.first_seq;
+                for line in batch.bytes.split(|&b| b == b'\n') {
+                    if line.is_empty() {
+                        continue;
+                    }
+                    self.add(seq, line)?;
+                    seq += 1;
+                }
+                self.write()?;
+                shared.publish(self.levels.size());
+                let mut bytes = batch.bytes;
+                bytes.clear();
+                let _ = batch.spare.send(bytes);
+            }
+            self.levels.sync()?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            tracing::error!(error = %e, "transparency log follower stopped; proofs are refused");
+            shared.fail(e.to_string());
+        }
+    }
+
+    /// Adds the lines of the chain after what the tree and the index hold, up to `head`.
+    pub fn replay(&mut self, dir: &Path, sovereign_id: &str, head: u64) -> Result<(), TlogError> {
+        let from = self.levels.size().min(self.indexed) + 1;
+        if from > head {
+            return Ok(());
+        }
+        let mut listing = list_dir(dir)?;
+        let segments = listing.segments.remove(sovereign_id).unwrap_or_default();
+        let first = segments.first().map_or(head + 1, |s| s.first_seq);
+        if first > self.levels.size() + 1 && self.levels.size() < head {
+            return Err(TlogError::Pruned {
+                tree: self.levels.size(),
+                first,
+            });
+        }
+        let start = segments
+            .iter()
+            .rposition(|s| s.first_seq <= from)
+            .unwrap_or(0);
+        let mut line = Vec::with_capacity(1024);
+        for segment in &segments[start..] {
+            let file = File::open(&segment.path)
+                .map_err(|e| TlogError::Io(format!("{}: {e}", segment.path.display())))?;
+            let mut reader = BufReader::with_capacity(256 << 10, file);
+            let mut seq = segment.first_seq;
+            while seq <= head
+                && next_line(&mut reader, &mut line)
+                    .map_err(|e| TlogError::Io(format!("{}: {e}", segment.path.display())))?
+            {
+                if seq >= from {
+                    self.add(seq, &line[..line.len() - 1])?;
+                }
+                seq += 1;
+            }
+            self.levels.write()?;
+        }
+        if self.levels.size() < head {
+            return Err(TlogError::Gap {
+                tree: self.levels.size(),
+                seq: head,
+            });
+        }
+        self.levels.sync()?;
+        self.unsynced = 0;
+        Ok(())
+    }
+}
+
+/// The request id and team id of a line. Lines are canonical JSON, in which a key's quotes can
+/// only be structural (a `"` inside a value is escaped), so the fields are found by their key;
+/// a value holding an escape is read by the full parser.
+fn ids_of(line: &[u8]) -> Option<(String, String)> {
+    let field = |key: &[u8]| -> Option<Result<String, ()>> {
+        let at = line.windows(key.len()).position(|w| w == key)? + key.len();
+        let len = line[at..].iter().position(|&b| b == b'"')?;
+        let value = &line[at..at + len];
+        if value.contains(&b'\\') {
+            return Some(Err(()));
+        }
+        Some(
+            std::str::from_utf8(value)
+                .map(str::to_owned)
+                .map_err(|_| ()),
+        )
+    };
+    match (field(b"\"request_id\":\""), field(b"\"team_id\":\"")) {
+        (Some(Ok(r)), Some(Ok(t))) => Some((r, t)),
+        _ => {
+            let record = Record::parse(line).ok()?;
+            Some((record.entry.request_id, record.entry.team_id))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    #[test]
+    fn ids_are_read_from_canonical_lines() {
+        let line = br#"{"action":"chat.completions","actor_id":"x \"request_id\":\"fake\"","request_id":"req-1","team_id":"team-a"}"#;
+        assert_eq!(ids_of(line), Some(("req-1".into(), "team-a".into())));
+    }
+}
