@@ -118,6 +118,43 @@ enum JournalCommand {
         #[arg(long)]
         public_key: Option<PathBuf>,
     },
+    /// Print the transparency log's verifier key (signed-note format), from a gateway config or
+    /// from a signing key and an origin.
+    Key {
+        #[arg(long, conflicts_with_all = ["signing_key", "origin"])]
+        config: Option<PathBuf>,
+        #[arg(long, requires = "origin")]
+        signing_key: Option<PathBuf>,
+        #[arg(long)]
+        origin: Option<String>,
+    },
+    /// Fetch one request's evidence from a gateway into OUT: its entry (`entry.jsonl`), its
+    /// inclusion proof (`proof.json`) and the signed checkpoint it is proved in
+    /// (`checkpoint.txt`). The key is read from SOVEREIGN_API_KEY (an auditor's or an admin's).
+    FetchProof {
+        #[arg(long)]
+        url: String,
+        #[arg(long)]
+        request_id: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Check the evidence in DIR offline against the log's verifier key (a file or the line).
+    /// Exit code 0 when the entry is in the signed tree, 1 otherwise.
+    VerifyProof {
+        dir: PathBuf,
+        #[arg(long)]
+        key: String,
+    },
+    /// Check offline that the checkpoint OLD is a prefix of NEW with the consistency proof PROOF
+    /// (`GET /v1/activity/consistency?from=<OLD's size>&to=<NEW's size>`).
+    VerifyConsistency {
+        old: PathBuf,
+        new: PathBuf,
+        proof: PathBuf,
+        #[arg(long)]
+        key: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -182,6 +219,13 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Journal { command } => match tlog_command(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("FAIL {e:#}");
+                ExitCode::from(1)
+            }
+        },
         Command::Policy {
             command: PolicyCommand::Test { .. },
         } => {
@@ -217,6 +261,78 @@ fn verify_journal(
     let report = journal::verify_dir(dir, checkpoint, key.as_ref())?;
     print!("{report}");
     Ok(report.is_ok())
+}
+
+/// The transparency-log subcommands of `sovereign journal` (docs/JOURNAL.md, "Checking one
+/// request").
+fn tlog_command(command: JournalCommand) -> anyhow::Result<()> {
+    use journal::tlog::{audit, note};
+    match command {
+        JournalCommand::Verify { .. } => Ok(()),
+        JournalCommand::Key {
+            config,
+            signing_key,
+            origin,
+        } => {
+            let (key_path, origin) = match (config, signing_key, origin) {
+                (Some(file), ..) => {
+                    let config = Config::load(&file).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    let settings = config.journal.ok_or_else(|| {
+                        anyhow::anyhow!("the journal is disabled in {}", file.display())
+                    })?;
+                    (settings.open.signing_key, settings.open.origin)
+                }
+                (None, Some(key), Some(origin)) => (key, origin),
+                _ => anyhow::bail!("give --config, or --signing-key and --origin"),
+            };
+            note::check_origin(&origin).map_err(|e| anyhow::anyhow!("origin {e}"))?;
+            let text = std::fs::read_to_string(&key_path)?;
+            let seed = hex::decode(text.trim())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| anyhow::anyhow!("{}: not 64 hex digits", key_path.display()))?;
+            let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+            println!("{}", note::verifier_key(&origin, &key.verifying_key()));
+            Ok(())
+        }
+        JournalCommand::FetchProof {
+            url,
+            request_id,
+            out,
+        } => {
+            let api_key = std::env::var("SOVEREIGN_API_KEY").map_err(|_| {
+                anyhow::anyhow!("set SOVEREIGN_API_KEY to an auditor's or an admin's key")
+            })?;
+            runtime()?.block_on(audit::fetch_evidence(&url, &api_key, &request_id, &out))?;
+            println!("fetched {request_id} into {}", out.display());
+            Ok(())
+        }
+        JournalCommand::VerifyProof { dir, key } => {
+            let vkey = audit::read_verifier_key(&key)?;
+            println!("{}", audit::verify_evidence(&dir, &vkey)?);
+            Ok(())
+        }
+        JournalCommand::VerifyConsistency {
+            old,
+            new,
+            proof,
+            key,
+        } => {
+            let vkey = audit::read_verifier_key(&key)?;
+            let proof: audit::ConsistencyProof = serde_json::from_slice(&std::fs::read(&proof)?)?;
+            let (a, b) = audit::verify_consistent(
+                &std::fs::read_to_string(&old)?,
+                &std::fs::read_to_string(&new)?,
+                &proof,
+                &vkey,
+            )?;
+            println!(
+                "OK {}: the tree of {} entries is a prefix of the tree of {}",
+                a.origin, a.size, b.size
+            );
+            Ok(())
+        }
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -11,7 +11,7 @@ use http::StatusCode;
 use crate::admin::{cert_identities, journal, keys, policies, shapers, teams, usage, webhooks};
 use crate::api::{
     activity, chat, completions, documents, embeddings, files, models, rag, responses,
-    vector_stores,
+    transparency, vector_stores,
 };
 use crate::config::Role;
 use crate::console;
@@ -101,6 +101,12 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/usage", get(usage::usage))
         // The journal's read API (an auditor sees its own team only: checked in the handler).
         .route("/v1/activity/logs", post(activity::logs))
+        // The journal as a transparency log: signed tree heads, inclusion and consistency
+        // proofs (an auditor proves its own team's entries only: checked in the handler).
+        .route("/v1/activity/checkpoint", get(transparency::checkpoint))
+        .route("/v1/activity/checkpoint/key", get(transparency::key))
+        .route("/v1/activity/proof", get(transparency::proof))
+        .route("/v1/activity/consistency", get(transparency::consistency))
         // Signed checkpoints of this replica's chain, for verifying an export off the host.
         .route(
             "/v1/admin/journal/checkpoints",

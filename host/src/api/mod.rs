@@ -1,6 +1,7 @@
 //! The API's resources, one module each: `chat` (`/v1/chat/completions`), `completions`
 //! (legacy), `responses` (`/v1/responses`, over chat), `embeddings`,
-//! `models`, `activity` (`/v1/activity/logs`), `documents` (`/v1/documents`), `rag`
+//! `models`, `activity` (`/v1/activity/logs`), `transparency` (the journal's checkpoints and
+//! proofs), `documents` (`/v1/documents`), `rag`
 //! (`/v1/rag/query`), `files` and `vector_stores` (the OpenAI-compatible face of the library), and `validate` (bodies checked against the
 //! convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
 //! its own is the body it reads and the answer it gives.
@@ -14,5 +15,6 @@ pub mod files;
 pub mod models;
 pub mod rag;
 pub mod responses;
+pub mod transparency;
 pub mod validate;
 pub mod vector_stores;
