@@ -268,7 +268,7 @@ final class HttpTransport {
         if (h.firstValue("x-should-retry").map("false"::equalsIgnoreCase).orElse(false)) {
             return false;
         }
-        if (err instanceof BudgetExceededException || err instanceof GuardrailViolationException) {
+        if (err instanceof BudgetExceededException || "guardrail_violation".equals(err.type())) {
             return false;
         }
         if (status == 429) {
@@ -342,7 +342,7 @@ final class HttpTransport {
         return new ConnectionException("Connection error: " + what, 0, "connection_error", null, null, null, e);
     }
 
-    /** SPEC.md's mapping, in its order. */
+    /** SPEC.md's mapping ("Errors"; tests/vectors/errors.json). */
     static SovereignException error(int status, HttpHeaders headers, String body) {
         SovereignException.ErrorInfo e = new SovereignException.ErrorInfo();
         e.status = status;
@@ -364,22 +364,22 @@ final class HttpTransport {
                 e.message = "HTTP " + status + ": " + (body.length() > 500 ? body.substring(0, 500) : body);
             }
         }
-        if ("guardrail_violation".equals(e.type)) {
-            return new GuardrailViolationException(e);
-        }
+        // The status picks the kind; the gateway's type/code refine it within that status only.
         if (status == 451) {
             return new ResidencyException(e);
         }
         if (status == 429) {
+            e.retryAfter = retryAfter(headers);
+            e.reset = reset(headers);
             if ("insufficient_quota".equals(e.type) || "insufficient_quota".equals(e.code)) {
                 return new BudgetExceededException(e);
             }
-            e.retryAfter = retryAfter(headers);
-            e.reset = reset(headers);
             return new RateLimitException(e);
         }
         switch (status) {
-            case 400: return new BadRequestException(e);
+            case 400:
+                return "guardrail_violation".equals(e.type) ? new GuardrailViolationException(e)
+                        : new BadRequestException(e);
             case 401: return new AuthenticationException(e);
             case 403: return new PermissionDeniedException(e);
             case 404: return new NotFoundException(e);

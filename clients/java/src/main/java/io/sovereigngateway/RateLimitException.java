@@ -3,7 +3,10 @@ package io.sovereigngateway;
 import java.time.Duration;
 import java.time.Instant;
 
-/** 429 (other than a budget): a rate limit; {@link #retryAfter()} says when to come back. */
+/**
+ * 429: a rate limit; {@link #retryAfter()} says when to come back. A spent budget is the subkind
+ * {@link BudgetExceededException}.
+ */
 public class RateLimitException extends SovereignException {
     private static final long serialVersionUID = 1L;
 
