@@ -121,7 +121,10 @@ public final class SovereignClient {
             return this;
         }
 
-        /** A bearer API key ({@code sk-sov-…}); not needed with a mapped client certificate. */
+        /**
+         * A bearer API key ({@code sk-sov-…}). Default: {@code $SOVEREIGN_API_KEY}; not needed with a
+         * mapped client certificate. Without either, {@link #build()} throws, naming SOVEREIGN_API_KEY.
+         */
         public Builder apiKey(String apiKey) {
             this.apiKey = apiKey;
             return this;
@@ -190,7 +193,17 @@ public final class SovereignClient {
             if (url.endsWith("/v1")) {
                 url = url.substring(0, url.length() - 3);
             }
-            String key = apiKey != null ? apiKey : (clientCert == null ? System.getenv("SOVEREIGN_API_KEY") : null);
+            // Only the gateway's own settings: SOVEREIGN_API_KEY or apiKey(..), never OPENAI_*.
+            String key = apiKey != null && !apiKey.isBlank() ? apiKey
+                    : (clientCert == null ? System.getenv("SOVEREIGN_API_KEY") : null);
+            if (key != null && key.isBlank()) {
+                key = null;
+            }
+            if (key == null && clientCert == null && sslContext == null && httpClient == null) {
+                throw new IllegalStateException("The gateway's API key is missing: call apiKey(..) or set "
+                        + "SOVEREIGN_API_KEY (OPENAI_* variables are never read), or clientCertificate(..) for a "
+                        + "certificate mapped to an identity.");
+            }
             HttpClient http = httpClient;
             if (http == null) {
                 HttpClient.Builder b = HttpClient.newBuilder()

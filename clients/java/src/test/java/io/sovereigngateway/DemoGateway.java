@@ -73,7 +73,8 @@ final class DemoGateway {
 
     static Path binary() {
         String b = System.getenv("SOVEREIGN_BIN");
-        Path p = Paths.get(b == null || b.isBlank() ? "/work/main/target/debug/sovereign" : b);
+        Path p = b == null || b.isBlank() ? repoRoot().resolve("target").resolve("debug").resolve("sovereign")
+                : Paths.get(b);
         if (!Files.isExecutable(p)) {
             throw new IllegalStateException("the gateway binary " + p + " is missing: build it (cargo build) "
                     + "or set SOVEREIGN_BIN");
@@ -89,7 +90,8 @@ final class DemoGateway {
                 return p;
             }
         }
-        return Paths.get("/work/main");
+        throw new IllegalStateException("run the tests from inside the repository (no host/ and clients/ above "
+                + here + ")");
     }
 
     private DemoGateway(Process process, Path dataDir, Path log, Map<String, String> seen) {
