@@ -62,12 +62,34 @@ public final class ChatCompletionRequest implements JsonBody {
             return message(ChatMessage.of(role, content));
         }
 
-        public Builder system(String content) {
+        /** Adds a {@code system} message (as openai-java's {@code addSystemMessage}). */
+        public Builder addSystemMessage(String content) {
             return message(ChatMessage.system(content));
         }
 
-        public Builder user(String content) {
+        /** Adds a {@code system} message; the same as {@link #addSystemMessage}. */
+        public Builder system(String content) {
+            return addSystemMessage(content);
+        }
+
+        /** Adds a {@code user} message (as openai-java's {@code addUserMessage}). */
+        public Builder addUserMessage(String content) {
             return message(ChatMessage.user(content));
+        }
+
+        /** Adds an {@code assistant} message (as openai-java's {@code addAssistantMessage}). */
+        public Builder addAssistantMessage(String content) {
+            return message(ChatMessage.assistant(content));
+        }
+
+        /**
+         * The body's {@code user}: the end user on whose behalf the request is made, journaled
+         * as {@code actor_id} — what openai-java's {@code .user()} means. It adds no message: for
+         * that, {@link #addUserMessage}.
+         */
+        public Builder user(String endUserId) {
+            body.put("user", endUserId);
+            return this;
         }
 
         public Builder messages(List<ChatMessage> ms) {
@@ -95,10 +117,9 @@ public final class ChatCompletionRequest implements JsonBody {
             return this;
         }
 
-        /** The body's {@code user} (the end user), journaled as {@code actor_id}. */
+        /** The body's {@code user} (the end user), journaled as {@code actor_id}; the same as {@link #user}. */
         public Builder actor(String user) {
-            body.put("user", user);
-            return this;
+            return user(user);
         }
 
         /** The gateway's {@code routing} object. */

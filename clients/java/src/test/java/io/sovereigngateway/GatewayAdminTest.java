@@ -34,7 +34,7 @@ class GatewayAdminTest {
         ApiKey key = admin.keys().create(team.id(), "member", "java-client");
         assertNotNull(key.key());
         SovereignClient user = gw.client(key.key());
-        ChatCompletion c = user.chat().create(ChatCompletionRequest.builder().model("llama-3.2-3b-instruct").user("hi").build());
+        ChatCompletion c = user.chat().create(ChatCompletionRequest.builder().model("llama-3.2-3b-instruct").addUserMessage("hi").build());
         assertFalse(c.content().isBlank());
         ApiKey revoked = admin.keys().revoke(key.id());
         assertEquals("revoked", revoked.state());
@@ -105,7 +105,7 @@ class GatewayAdminTest {
         assertNotNull(id, loaded.toString());
         assertEquals(id, policies.list().getString("active"));
         ChatCompletion c = gw.member().chat().create(
-                ChatCompletionRequest.builder().model("auto-router").user("Hello there").build());
+                ChatCompletionRequest.builder().model("auto-router").addUserMessage("Hello there").build());
         assertTrue(c.sovereignty().routePolicy().contains("java-client-test"), c.sovereignty().toString());
         policies.activate(earlier);
         assertEquals(earlier, policies.list().getString("active"));

@@ -26,7 +26,7 @@ class GatewayInferenceTest {
 
     @Test
     void streamedArabicAnswerHasSovereigntyBeforeTheFirstChunk() {
-        ChatCompletionRequest req = ChatCompletionRequest.builder().model("auto-router").user(ARABIC_PROMPT).build();
+        ChatCompletionRequest req = ChatCompletionRequest.builder().model("auto-router").addUserMessage(ARABIC_PROMPT).build();
         List<String> parts = new ArrayList<>();
         try (ChatCompletionStream stream = gw.member().chat().stream(req)) {
             Sovereignty s = stream.sovereignty(); // before any chunk is read
@@ -50,7 +50,7 @@ class GatewayInferenceTest {
     @Test
     void wholeCompletionWithRoutingHintsAndAsync() throws Exception {
         ChatCompletionRequest req = ChatCompletionRequest.builder().model("auto-router")
-                .user("Say hello in one short sentence.").routing(Routing.create().profile("cost")).maxTokens(32).build();
+                .addUserMessage("Say hello in one short sentence.").routing(Routing.create().profile("cost")).maxTokens(32).build();
         ChatCompletion c = gw.member().chat().create(req);
         assertFalse(c.content().isBlank());
         assertNotNull(c.sovereignty().routePolicy());
@@ -60,20 +60,20 @@ class GatewayInferenceTest {
         assertTrue(c.usage().totalTokens() > 0);
 
         ChatCompletionRequest pref = ChatCompletionRequest.builder().model("auto-router")
-                .user("Name a colour.").routingPreference("performance").build();
+                .addUserMessage("Name a colour.").routingPreference("performance").build();
         ChatCompletion a = gw.member().chat().createAsync(pref).get(30, TimeUnit.SECONDS);
         assertFalse(a.content().isBlank());
         assertNotNull(a.sovereignty().auditTraceId());
 
         BadRequestException bad = assertThrows(BadRequestException.class, () -> gw.member().chat().create(
-                ChatCompletionRequest.builder().model("auto-router").user("x").routingPreference("fastest").build()));
+                ChatCompletionRequest.builder().model("auto-router").addUserMessage("x").routingPreference("fastest").build()));
         assertEquals("routing_preference", bad.param());
     }
 
     @Test
     void sensitiveDataToTheCloudModelIsAResidencyError() {
         ResidencyException byHeader = assertThrows(ResidencyException.class, () -> gw.member().chat().create(
-                ChatCompletionRequest.builder().model("qwen2.5-coder-32b").user("Refactor this function.")
+                ChatCompletionRequest.builder().model("qwen2.5-coder-32b").addUserMessage("Refactor this function.")
                         .dataClassification("sensitive").build()));
         assertEquals(451, byHeader.status());
         assertEquals("sensitive_requires_local", byHeader.code());
@@ -81,7 +81,7 @@ class GatewayInferenceTest {
         assertNotNull(byHeader.auditTraceId());
 
         ResidencyException byBody = assertThrows(ResidencyException.class, () -> gw.member().chat().stream(
-                ChatCompletionRequest.builder().model("qwen2.5-coder-32b").user("Refactor this function.")
+                ChatCompletionRequest.builder().model("qwen2.5-coder-32b").addUserMessage("Refactor this function.")
                         .routing(Routing.create().classification("sensitive")).build()));
         assertEquals("sensitive_requires_local", byBody.code());
     }
@@ -92,7 +92,7 @@ class GatewayInferenceTest {
         SovereignClient member = SovereignClient.builder().baseUrl(gw.baseUrl).apiKey(gw.memberKey).maxRetries(2).build();
         GuardrailViolationException e = assertThrows(GuardrailViolationException.class, () -> member.chat().create(
                 ChatCompletionRequest.builder().model("llama-3.2-3b-instruct")
-                        .user("Charge my card 4111 1111 1111 1111 please.").actor(actor).header("X-Actor-ID", actor).build()));
+                        .addUserMessage("Charge my card 4111 1111 1111 1111 please.").user(actor).header("X-Actor-ID", actor).build()));
         assertEquals("pii_detected", e.code());
         assertEquals(400, e.status());
         assertNotNull(e.auditTraceId());

@@ -30,7 +30,7 @@ class GatewayTlsTest {
                 .caBundle(tls("ca.pem"))
                 .clientCertificate(tls("client-member.pem"), tls("client-member.key"))
                 .timeout(Duration.ofSeconds(30)).build();
-        ChatCompletion r = c.chat().create(ChatCompletionRequest.builder().model("llama-3.2-3b-instruct").user("hello").build());
+        ChatCompletion r = c.chat().create(ChatCompletionRequest.builder().model("llama-3.2-3b-instruct").addUserMessage("hello").build());
         assertFalse(r.content().isBlank());
         assertEquals("demo-riyadh-1", r.sovereignty().sovereignId());
     }

@@ -84,7 +84,7 @@ class RetryAndErrorsTest {
     static final String OK_MODELS = "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"object\":\"model\",\"family\":\"f\",\"languages\":[\"ar\"],\"region\":\"r\"}]}";
 
     static ChatCompletionRequest chat() {
-        return ChatCompletionRequest.builder().model("m").user("hi").build();
+        return ChatCompletionRequest.builder().model("m").addUserMessage("hi").build();
     }
 
     @Test
