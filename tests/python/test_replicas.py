@@ -675,3 +675,58 @@ def test_without_redis_a_revocation_reaches_the_other_replica_within_the_key_cac
         assert time.monotonic() - revoked < 6.5
     finally:
         stop_all(replicas)
+
+
+def test_any_replica_proves_any_replicas_entries_in_that_replicas_own_log(sim, keys, pg, redis_server,
+                                                                          tmp_path):
+    """Issue 48, replicas: each replica's chain is its own log (its own origin and key). An entry
+    written by one replica is proved by either, against the head its writer signed and published."""
+    import tlog_verify as tv
+
+    a_, b_ = replicas = start_replicas(sim, keys, pg, redis_server, tmp_path, "tlog")
+    auth = {"Authorization": f"Bearer {keys['member']}"}
+    try:
+        written = {}
+        for gw in (a_, b_, b_, a_, b_):
+            r = httpx.post(f"{gw.url}/v1/chat/completions", json=CHAT, headers=auth, timeout=30)
+            assert r.status_code == 200
+            written[r.headers["x-audit-trace-id"]] = gw
+        with admin(a_, keys) as a, admin(b_, keys) as b:
+            vkeys = {"replica-0": a.get("/v1/activity/checkpoint/key").text,
+                     "replica-1": b.get("/v1/activity/checkpoint/key").text}
+            assert vkeys["replica-0"] != vkeys["replica-1"]
+            # The other replica's key, as that replica published it.
+            harness.wait_for(lambda: a.get("/v1/activity/checkpoint/key",
+                                           params={"replica": "replica-1"}).status_code == 200,
+                             timeout=10, what="replica-1's published head")
+            assert a.get("/v1/activity/checkpoint/key", params={"replica": "replica-1"}).text == vkeys["replica-1"]
+            for rid, writer in written.items():
+                own = "replica-0" if writer is a_ else "replica-1"
+                harness.wait_for(lambda: a.post("/v1/activity/logs",
+                                                 json={"format": "jsonl", "request_id": rid}).content,
+                                 timeout=10, what="the entry in the shared index")
+                line = a.post("/v1/activity/logs", json={"format": "jsonl", "request_id": rid}).content
+                for reader in (a, b):
+                    proof = reader.get("/v1/activity/proof", params={"request_id": rid})
+                    assert proof.status_code == 200, proof.text
+                    p = proof.json()
+                    assert p.get("replica", own) == own
+                    tv.check_inclusion(line, p, p["checkpoint"], vkeys[own])
+                    assert tv.check_checkpoint(p["checkpoint"], vkeys[own])[0].endswith("/" + own)
+            # Consistency of replica-1's log, served by replica-0 from its mirror.
+            old = a.get("/v1/activity/checkpoint", params={"replica": "replica-1"}).text
+            for _ in range(3):
+                assert httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth,
+                                  timeout=30).status_code == 200
+            m = tv.check_checkpoint(old, vkeys["replica-1"])[1]
+            new = harness.wait_for(
+                lambda: (t := a.get("/v1/activity/checkpoint", params={"replica": "replica-1"}).text)
+                and tv.check_checkpoint(t, vkeys["replica-1"])[1] >= m + 3 and t,
+                timeout=10, what="a newer head of replica-1")
+            _, n, root2 = tv.check_checkpoint(new, vkeys["replica-1"])
+            c = a.get("/v1/activity/consistency", params={"from": m, "to": n, "replica": "replica-1"})
+            assert c.status_code == 200, c.text
+            tv.check_consistency(m, n, tv.check_checkpoint(old, vkeys["replica-1"])[2], root2, tv.hashes(c.json()))
+            assert a.get("/v1/activity/checkpoint", params={"replica": "nobody"}).status_code == 404
+    finally:
+        stop_all(replicas)

@@ -4,8 +4,14 @@
 //! (an RFC 9162 inclusion proof; an auditor only for its own team's entries) and
 //! `GET /v1/activity/consistency?from=&to=`. Reads run on the blocking pool. docs/JOURNAL.md,
 //! "Transparency log".
+//!
+//! Replicas: each replica's chain is its own log. A request id another replica wrote is proved
+//! from this replica's mirror of that log against the head that replica published
+//! (`state::tlog_replicas`); `replica=` names another replica's log for the checkpoint, its key
+//! and consistency proofs.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Extension;
 use axum::extract::{RawQuery, State};
@@ -17,7 +23,7 @@ use serde_json::json;
 
 use crate::access::Principal;
 use crate::config::Role;
-use crate::journal::tlog::{SignedHead, Tlog, TlogError, team_fingerprint, tree::Hash};
+use crate::journal::tlog::{Mirror, SignedHead, Tlog, TlogError, team_fingerprint, tree::Hash};
 use crate::server::error::ApiError;
 use crate::state::AppState;
 
@@ -89,16 +95,155 @@ fn hashes(list: &[Hash]) -> Vec<String> {
     list.iter().map(|h| B64.encode(h)).collect()
 }
 
-/// `GET /v1/activity/checkpoint`: the signed note, as text.
-pub async fn checkpoint(State(app): State<AppState>) -> Result<Response, ApiError> {
+/// How long a proof of another replica's entry waits for that replica to publish a head
+/// holding it (it publishes after each copy into the store, every half second).
+const HEAD_WAIT: Duration = Duration::from_secs(5);
+
+/// Another replica named by `replica=`, or `None` for this one's own log.
+fn other_replica(app: &AppState, asked: Option<&str>) -> Result<Option<String>, ApiError> {
+    match asked {
+        None => Ok(None),
+        Some(r) if r == app.0.config.sovereign_id => Ok(None),
+        Some(r) if app.replicated() => Ok(Some(r.to_string())),
+        Some(r) => Err(replica_unknown(r)),
+    }
+}
+
+fn replica_unknown(replica: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "No replica `{replica}` has published a transparency log in this deployment."
+    ))
+    .with_param("replica")
+}
+
+fn replica_failed(e: anyhow::Error) -> ApiError {
+    unavailable(format!("{e:#}"))
+}
+
+/// The head another replica published last.
+async fn published(app: &AppState, replica: &str) -> Result<crate::store::TlogHead, ApiError> {
+    app.published_tlog_head(replica)
+        .await
+        .map_err(replica_failed)?
+        .ok_or_else(|| replica_unknown(replica))
+}
+
+/// `GET /v1/activity/checkpoint[?replica=]`: the signed note, as text.
+pub async fn checkpoint(
+    State(app): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = params(raw, &["replica"])?;
+    if let Some(replica) = other_replica(&app, get(&params, "replica"))? {
+        return Ok(text(published(&app, &replica).await?.note));
+    }
     let tlog = tlog(&app)?;
     Ok(text(head_now(&app, &tlog).await?.note))
 }
 
-/// `GET /v1/activity/checkpoint/key`: the verifier key, one line.
-pub async fn key(State(app): State<AppState>) -> Result<Response, ApiError> {
+/// `GET /v1/activity/checkpoint/key[?replica=]`: the verifier key, one line.
+pub async fn key(
+    State(app): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = params(raw, &["replica"])?;
+    if let Some(replica) = other_replica(&app, get(&params, "replica"))? {
+        return Ok(text(format!("{}\n", published(&app, &replica).await?.vkey)));
+    }
     let tlog = tlog(&app)?;
     Ok(text(format!("{}\n", tlog.verifier_key())))
+}
+
+/// The log a proof comes from: this chain's own, or another replica's mirror.
+enum Log {
+    Own(Tlog),
+    Other(String, Arc<Mirror>),
+}
+
+impl Log {
+    fn size(&self) -> u64 {
+        match self {
+            Log::Own(t) => t.size(),
+            Log::Other(_, m) => m.size(),
+        }
+    }
+
+    async fn inclusion(&self, leaf: u64, size: u64) -> Result<Vec<Hash>, ApiError> {
+        match self {
+            Log::Own(t) => {
+                let t = t.clone();
+                blocking(move || t.inclusion(leaf, size)).await
+            }
+            Log::Other(_, m) => {
+                let m = m.clone();
+                blocking(move || m.inclusion(leaf, size)).await
+            }
+        }
+    }
+
+    async fn consistency(&self, from: u64, to: u64) -> Result<Vec<Hash>, ApiError> {
+        match self {
+            Log::Own(t) => {
+                let t = t.clone();
+                blocking(move || t.consistency(from, to)).await
+            }
+            Log::Other(_, m) => {
+                let m = m.clone();
+                blocking(move || m.consistency(from, to)).await
+            }
+        }
+    }
+}
+
+/// Where a request id's entry is: this chain, else (replicas) another replica's log.
+async fn locate(
+    app: &AppState,
+    request_id: &str,
+) -> Result<Option<(Log, crate::journal::tlog::Found)>, ApiError> {
+    let own = match app.0.journal.as_ref().map(|j| j.tlog()) {
+        Some(Ok(t)) => Some(t.clone()),
+        _ => None,
+    };
+    if let Some(t) = &own {
+        let (t2, rid) = (t.clone(), request_id.to_string());
+        if let Some(found) = blocking(move || t2.find(&rid)).await? {
+            return Ok(Some((Log::Own(t.clone()), found)));
+        }
+    }
+    if app.replicated()
+        && let Some((replica, mirror, found)) = app
+            .find_in_replicas(request_id)
+            .await
+            .map_err(replica_failed)?
+    {
+        return Ok(Some((Log::Other(replica, mirror), found)));
+    }
+    if own.is_none() {
+        // No log here to have found it in: say why rather than "not found".
+        tlog(app)?;
+    }
+    Ok(None)
+}
+
+/// Another replica's newest head holding leaf `leaf`, waiting (bounded) for it to publish one.
+async fn head_holding(app: &AppState, replica: &str, leaf: u64) -> Result<SignedHead, ApiError> {
+    let deadline = Instant::now() + HEAD_WAIT;
+    loop {
+        let head = published(app, replica).await?;
+        let size = u64::try_from(head.size).unwrap_or(0);
+        if size > leaf {
+            return Ok(SignedHead {
+                size,
+                note: head.note,
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(unavailable(format!(
+                "replica {replica} has not yet published a signed head that holds this entry; retry shortly"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A query's parameters, each at most once; unknown ones refused.
@@ -157,48 +302,58 @@ pub async fn proof(
         ));
     }
     let asked_size = size_param(&params, "tree_size")?;
-    let tlog = tlog(&app)?;
     let not_found = || {
-        ApiError::not_found(format!(
-            "No journal entry of this gateway has request id `{request_id}`."
-        ))
-        .with_param("request_id")
+        ApiError::not_found(format!("No journal entry has request id `{request_id}`."))
+            .with_param("request_id")
     };
-    let t = tlog.clone();
-    let rid = request_id.clone();
-    let found = blocking(move || t.find(&rid))
-        .await?
-        .ok_or_else(not_found)?;
+    let (log, found) = locate(&app, &request_id).await?.ok_or_else(not_found)?;
     if principal.role != Role::Admin && found.team != team_fingerprint(&principal.team_id) {
         // An auditor sees its own team's entries only: another team's is not there for it.
         return Err(not_found());
     }
     let leaf = found.seq - 1;
-    let (size, note) = match asked_size {
-        Some(n) if n <= leaf || n > tlog.size() => {
+    let (mut log, size, note) = match asked_size {
+        Some(n) if n <= leaf || n > log.size() => {
             return Err(ApiError::invalid(
                 "tree_size",
                 format!(
                     "`tree_size` must be between {} (the entry's leaf index + 1) and {} (the log's size).",
                     leaf + 1,
-                    tlog.size()
+                    log.size()
                 ),
             ));
         }
-        Some(n) => (n, None),
+        Some(n) => (log, n, None),
         None => {
-            let head = match tlog.latest().filter(|l| l.size > leaf) {
-                Some(head) => head,
-                None => head_now(&app, &tlog).await?,
+            let head = match &log {
+                Log::Own(t) => match t.latest().filter(|l| l.size > leaf) {
+                    Some(head) => head,
+                    None => head_now(&app, t).await?,
+                },
+                Log::Other(replica, _) => head_holding(&app, replica, leaf).await?,
             };
-            (head.size, Some(head.note))
+            (log, head.size, Some(head.note))
         }
     };
-    let t = tlog.clone();
-    let path = blocking(move || t.inclusion(leaf, size)).await?;
+    if let Log::Other(replica, mirror) = &log
+        && mirror.size() < size
+    {
+        // The head is newer than the mirror: the store has its lines by now.
+        let mirror = app.tlog_mirror(replica).await.map_err(replica_failed)?;
+        log = Log::Other(replica.clone(), mirror);
+    }
+    if log.size() < size {
+        return Err(unavailable(
+            "the log's lines are not all in the shared store yet; retry shortly",
+        ));
+    }
+    let path = log.inclusion(leaf, size).await?;
     let mut body = json!({"leaf_index": leaf, "tree_size": size, "hashes": hashes(&path)});
     if let Some(note) = note {
         body["checkpoint"] = json!(note);
+    }
+    if let Log::Other(replica, _) = &log {
+        body["replica"] = json!(replica);
     }
     Ok(axum::Json(body).into_response())
 }
@@ -208,22 +363,28 @@ pub async fn consistency(
     State(app): State<AppState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = params(raw, &["from", "to"])?;
+    let params = params(raw, &["from", "to", "replica"])?;
     let from = size_param(&params, "from")?
         .ok_or_else(|| ApiError::invalid("from", "`from` is required."))?;
     let to =
         size_param(&params, "to")?.ok_or_else(|| ApiError::invalid("to", "`to` is required."))?;
-    let tlog = tlog(&app)?;
     if from > to {
         return Err(ApiError::invalid("from", "`from` must not be above `to`."));
     }
-    if to > tlog.size() {
+    let log = match other_replica(&app, get(&params, "replica"))? {
+        Some(replica) => {
+            published(&app, &replica).await?;
+            let mirror = app.tlog_mirror(&replica).await.map_err(replica_failed)?;
+            Log::Other(replica, mirror)
+        }
+        None => Log::Own(tlog(&app)?),
+    };
+    if to > log.size() {
         return Err(ApiError::invalid(
             "to",
-            format!("`to` must be at most the log's size, {}.", tlog.size()),
+            format!("`to` must be at most the log's size, {}.", log.size()),
         ));
     }
-    let t = tlog.clone();
-    let proof = blocking(move || t.consistency(from, to)).await?;
+    let proof = log.consistency(from, to).await?;
     Ok(axum::Json(json!({"from": from, "to": to, "hashes": hashes(&proof)})).into_response())
 }

@@ -148,10 +148,7 @@ impl AppState {
             *guard = Some(Tail::new(settings.open.dir.clone(), replica.clone(), next));
         }
         let mut copied = 0;
-        loop {
-            let Some(mut tail) = guard.take() else {
-                return Ok(copied);
-            };
+        while let Some(mut tail) = guard.take() {
             let (tail, lines) = tokio::task::spawn_blocking(move || {
                 let lines = tail.read(BATCH);
                 (tail, lines)
@@ -188,8 +185,16 @@ impl AppState {
             *guard = Some(tail);
             copied += n;
             if n < BATCH {
-                return Ok(copied);
+                break;
             }
         }
+        // What the store holds of this chain now has a signed head any replica can prove
+        // against (`tlog_replicas.rs`).
+        let indexed = guard.as_ref().map_or(0, |t| t.next_seq() - 1);
+        drop(guard);
+        if let Err(e) = self.publish_tlog_head(indexed).await {
+            tracing::warn!(error = %e, "publishing the transparency log's head failed; retrying");
+        }
+        Ok(copied)
     }
 }

@@ -5,6 +5,7 @@
 mod journal_index;
 mod replicas;
 mod start;
+mod tlog_replicas;
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -59,6 +60,9 @@ pub struct Inner {
     pub retention: Option<tokio::task::JoinHandle<()>>,
     /// Replicas: how far this replica's journal was copied into the shared store.
     journal_index: journal_index::Indexer,
+    /// Replicas: other replicas' transparency logs mirrored here, and this one's last published
+    /// head.
+    tlog_mirrors: tlog_replicas::Mirrors,
     pub sovereign_id: HeaderValue,
     /// Unix time the gateway started (the `created` of listed models).
     pub started_unix: u64,
@@ -254,6 +258,7 @@ impl AppState {
             journal,
             retention,
             journal_index,
+            tlog_mirrors: tlog_replicas::Mirrors::default(),
             sovereign_id,
             started_unix,
             bootstrap_admin_secret: std::sync::Mutex::new(bootstrap.new_admin_secret),

@@ -14,6 +14,15 @@ pub struct JournalRow {
     pub line: String,
 }
 
+/// A replica's signed tree head of its transparency log, as published for the others: the
+/// note of `size` entries and the verifier key it was signed with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlogHead {
+    pub size: i64,
+    pub vkey: String,
+    pub note: String,
+}
+
 /// A page of rows in (timestamp, replica, seq) order after `after`, narrowed by the indexed
 /// fields; the caller applies the rest of its filter to the lines.
 #[derive(Debug, Clone, Default)]

@@ -25,7 +25,7 @@ use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook,
 
 pub use cert_identities::{CertIdentity, CertSource, NewCertIdentity};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
-pub use journal_index::{JournalRow, JournalScan};
+pub use journal_index::{JournalRow, JournalScan, TlogHead};
 pub use policies::{PolicyKind, StoredPolicy};
 pub use types::{
     BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
@@ -277,6 +277,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Every replica with an indexed chain.
     fn journal_replicas(&self) -> BoxFuture<'_, StoreResult<Vec<String>>> {
         Box::pin(async { Ok(Vec::new()) })
+    }
+    /// Keeps `head` as `replica`'s signed tree head, unless a larger one is kept.
+    fn publish_tlog_head(&self, replica: String, head: TlogHead) -> BoxFuture<'_, StoreResult<()>> {
+        let _ = (replica, head);
+        Box::pin(async { Ok(()) })
+    }
+    /// `replica`'s latest published tree head.
+    fn tlog_head(&self, replica: String) -> BoxFuture<'_, StoreResult<Option<TlogHead>>> {
+        let _ = replica;
+        Box::pin(async { Ok(None) })
     }
     /// After retention pruned `replica`'s chain up to `through_seq`: the index follows.
     fn prune_journal_index(

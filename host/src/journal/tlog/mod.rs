@@ -8,6 +8,7 @@ pub mod audit;
 mod follow;
 mod ids;
 mod levels;
+mod mirror;
 pub mod note;
 pub mod tree;
 
@@ -23,6 +24,7 @@ use follow::Follower;
 use ids::Ids;
 pub use ids::{Found, team_fingerprint};
 use levels::{LevelReader, LevelWriter};
+pub use mirror::Mirror;
 use tree::Hash;
 
 /// What can go wrong with the log (the journal itself goes on without it).

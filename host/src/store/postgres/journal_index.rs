@@ -1,11 +1,12 @@
-//! The journal index: `journal_entries`, every replica's chain entry by entry.
+//! The journal index: `journal_entries`, every replica's chain entry by entry; and
+//! `journal_tlog_heads`, each replica's latest signed tree head.
 
 use deadpool_postgres::GenericClient;
 
 use tokio_postgres::error::SqlState;
 
 use super::{Filters, Params, execute, query, query_one};
-use crate::store::{JournalRow, JournalScan, StoreError, StoreResult};
+use crate::store::{JournalRow, JournalScan, StoreError, StoreResult, TlogHead};
 
 pub(super) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreResult<()> {
     if rows.is_empty() {
@@ -125,4 +126,43 @@ pub(super) async fn prune<C: GenericClient>(
         &[&replica, &through],
     )
     .await
+}
+
+/// Keeps `note` as `replica`'s head unless a larger one is there already.
+pub(super) async fn publish_head<C: GenericClient>(
+    c: &C,
+    replica: &str,
+    head: &TlogHead,
+) -> StoreResult<()> {
+    execute(
+        c,
+        "INSERT INTO journal_tlog_heads (replica, size, vkey, note) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (replica) DO UPDATE
+         SET size = EXCLUDED.size, vkey = EXCLUDED.vkey, note = EXCLUDED.note
+         WHERE journal_tlog_heads.size < EXCLUDED.size",
+        &[&replica, &head.size, &head.vkey, &head.note],
+    )
+    .await
+    .map(drop)
+}
+
+pub(super) async fn tlog_head<C: GenericClient>(
+    c: &C,
+    replica: &str,
+) -> StoreResult<Option<TlogHead>> {
+    let rows = query(
+        c,
+        "SELECT size, vkey, note FROM journal_tlog_heads WHERE replica = $1",
+        &[&replica],
+    )
+    .await?;
+    rows.first()
+        .map(|r| {
+            Ok(TlogHead {
+                size: r.try_get(0)?,
+                vkey: r.try_get(1)?,
+                note: r.try_get(2)?,
+            })
+        })
+        .transpose()
 }

@@ -241,6 +241,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX journal_entries_by_time ON journal_entries(timestamp, replica, seq);
     CREATE INDEX journal_entries_by_team ON journal_entries(team_id, timestamp, replica, seq);
     "#,
+    // 5: each replica's latest signed tree head of its transparency log (`Store::publish_tlog_head`),
+    // so any replica can prove any replica's entries (docs/JOURNAL.md, "Replicas").
+    r#"
+    CREATE TABLE journal_tlog_heads (
+        replica TEXT COLLATE "C" PRIMARY KEY,
+        size    BIGINT NOT NULL,
+        vkey    TEXT NOT NULL,                         -- the note verifier key of its signer
+        note    TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

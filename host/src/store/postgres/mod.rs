@@ -45,8 +45,8 @@ use super::webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewW
 use super::{
     BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, JournalRow, JournalScan, KeyId,
     KeyInfo, Micros, NewCertIdentity, NewKey, NewTeam, PolicyKind, ReservationId, ReserveOutcome,
-    Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, UnixMillis, UsageFilter,
-    UsageRecord, UsageRow, responses::StoredResponse,
+    Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, TlogHead, UnixMillis,
+    UsageFilter, UsageRecord, UsageRow, responses::StoredResponse,
 };
 use statements::{Filters, Params, execute, query, query_one, query_opt};
 
@@ -467,6 +467,14 @@ impl Store for PgStore {
 
     fn journal_replicas(&self) -> BoxFuture<'_, StoreResult<Vec<String>>> {
         self.run(move |c, _| async move { journal_index::replicas(&c).await })
+    }
+
+    fn publish_tlog_head(&self, replica: String, head: TlogHead) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| async move { journal_index::publish_head(&c, &replica, &head).await })
+    }
+
+    fn tlog_head(&self, replica: String) -> BoxFuture<'_, StoreResult<Option<TlogHead>>> {
+        self.run(move |c, _| async move { journal_index::tlog_head(&c, &replica).await })
     }
 
     fn prune_journal_index(
