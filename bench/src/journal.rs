@@ -198,7 +198,7 @@ pub fn compare(
     Ok(json!({"appends": appends, "requests": rows}))
 }
 
-fn draft(i: u64) -> EntryDraft {
+pub(crate) fn draft(i: u64) -> EntryDraft {
     EntryDraft {
         timestamp: SystemTime::now(),
         request_id: format!("req-0193a1b2c3d4e5f6a7b8c9d0{i:08x}"),

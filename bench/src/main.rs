@@ -17,6 +17,7 @@ mod peers;
 mod responses;
 mod servers;
 mod stub;
+mod tlog;
 mod tls;
 
 use std::path::PathBuf;
@@ -133,6 +134,10 @@ enum Mode {
     /// installed into a cache directory on first use, under the same closed-loop load on the
     /// same stub upstream (bench/README.md, "Peers").
     Peers(peers::PeersArgs),
+    /// The journal's transparency log (issue 48): appends/s with the log on and off, then
+    /// inclusion and consistency proofs in trees up to `--entries` leaves (bench/README.md,
+    /// "Transparency log").
+    Tlog(tlog::TlogArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -175,6 +180,9 @@ fn real_main() -> anyhow::Result<()> {
     }
     if let Some(Mode::Peers(peers)) = &args.mode {
         return peers::run(peers);
+    }
+    if let Some(Mode::Tlog(tlog)) = &args.mode {
+        return tlog::run(tlog);
     }
     if args.rate.is_nan()
         || args.rate <= 0.0

@@ -17,6 +17,8 @@ pub(super) struct RawJournal {
     /// The transparency log's origin (and note key name); default
     /// `sovereign-gateway/journal/<sovereign_id>`.
     origin: Option<String>,
+    /// Keep the transparency log (default true).
+    transparency_log: bool,
     durability: String,
     batch_window_ms: u64,
     batch_max_entries: usize,
@@ -38,6 +40,7 @@ impl Default for RawJournal {
             dir: None,
             signing_key: None,
             origin: None,
+            transparency_log: true,
             durability: "durable".into(),
             batch_window_ms: 5,
             batch_max_entries: 4096,
@@ -146,6 +149,7 @@ pub(super) fn validate(
     if let Some(origin) = j.origin {
         open.origin = origin;
     }
+    open.transparency = j.transparency_log;
     Some(JournalSettings {
         open,
         retention: Retention {

@@ -57,6 +57,8 @@ pub struct JournalConfig {
     /// The origin line of the chain's transparency-log checkpoints, also the name of its note
     /// key (default `sovereign-gateway/journal/<sovereign_id>`).
     pub origin: String,
+    /// Keep the transparency log (the Merkle tree and request-id index beside the segments).
+    pub transparency: bool,
     /// The operator's Ed25519 signing key (hex seed); generated, mode 0600, if absent. Its public
     /// key goes next to it as `<file>.pub`.
     pub signing_key: PathBuf,
@@ -87,6 +89,7 @@ impl JournalConfig {
             dir,
             sovereign_id: sovereign_id.to_string(),
             origin: tlog::default_origin(sovereign_id),
+            transparency: true,
             signing_key,
             durability: Durability::Durable,
             queue_capacity: 65_536,

@@ -71,17 +71,21 @@ impl Journal {
     /// from async code use [`Journal::open_async`].
     pub fn open(cfg: JournalConfig) -> Result<(Journal, OpenReport), JournalError> {
         let (state, report) = recover(&cfg)?;
-        let tlog = Tlog::open(
-            &cfg.dir,
-            &cfg.sovereign_id,
-            &cfg.origin,
-            state.key.clone(),
-            state.head_seq,
-        )
-        .map_err(|e| {
-            tracing::error!(error = %e, "transparency log unavailable; the journal goes on without proofs");
-            e.to_string()
-        });
+        let tlog = if cfg.transparency {
+            Tlog::open(
+                &cfg.dir,
+                &cfg.sovereign_id,
+                &cfg.origin,
+                state.key.clone(),
+                state.head_seq,
+            )
+            .map_err(|e| {
+                tracing::error!(error = %e, "transparency log unavailable; the journal goes on without proofs");
+                e.to_string()
+            })
+        } else {
+            Err("it is turned off ([journal] transparency_log = false)".to_string())
+        };
         let (tlog, follower) = match tlog {
             Ok((tlog, follower)) => (Ok(tlog), Some(follower)),
             Err(e) => (Err(e), None),

@@ -1,0 +1,247 @@
+//! `sovereign-bench tlog`: the journal's transparency log (issue 48), in process through
+//! `sovereign::journal`, files on the disk of `--dir` (default: the system's temp directory).
+//!
+//! 1. Appends per second with the log on and off, alternating, each round: durable mode with
+//!    1,024 appenders and batched mode (5 ms) with 256 — the journal benchmark's two group-commit
+//!    runs. The log's follower thread is the only difference.
+//! 2. Proofs as the endpoint computes them (request id → leaf, then the inclusion path from the
+//!    level files) in trees of growing size up to `--entries`, and consistency proofs; p50, p99
+//!    and max per size, and the proof's size against 32·⌈log₂ n⌉ bytes.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use sovereign::journal::{Durability, Journal, JournalConfig};
+
+use crate::journal::draft;
+
+#[derive(clap::Args, Debug)]
+pub struct TlogArgs {
+    /// Leaves of the largest tree proofs are measured in (the journal is written to that size).
+    #[arg(long, default_value_t = 2_000_000)]
+    entries: u64,
+    /// Rounds of the append comparison.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Entries appended per append run.
+    #[arg(long, default_value_t = 200_000)]
+    appends: u64,
+    /// Proofs timed at each size.
+    #[arg(long, default_value_t = 20_000)]
+    proofs: u64,
+    /// Where the journals are written (removed afterwards).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+pub fn run(args: &TlogArgs) -> anyhow::Result<()> {
+    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("sovereign-bench-tlog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let result = rt
+        .block_on(compare_appends(&dir, args))
+        .and_then(|appends| Ok((appends, rt.block_on(proofs(&dir, args))?)));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (appends, proofs) = result?;
+    println!(
+        "{}",
+        serde_json::to_string(&json!({"appends": appends, "proofs": proofs}))?
+    );
+    Ok(())
+}
+
+async fn append_run(
+    dir: &Path,
+    durability: Durability,
+    appenders: u64,
+    entries: u64,
+    transparency: bool,
+) -> anyhow::Result<f64> {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut cfg = JournalConfig::new(dir.join("journal"), "bench", dir.join("signing.key"));
+    cfg.durability = durability;
+    cfg.transparency = transparency;
+    let (journal, _) = Journal::open_async(cfg).await?;
+    let per = entries / appenders;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..appenders {
+        let journal = journal.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per {
+                journal.append(draft(t * per + i)).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    journal.flush().await?;
+    let rate = (per * appenders) as f64 / start.elapsed().as_secs_f64();
+    journal.close().await?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(rate)
+}
+
+async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
+    let batched = Durability::Batched {
+        window: Duration::from_millis(5),
+        max_entries: 4_096,
+    };
+    println!(
+        "{:<6} {:<8} {:>9} {:>14} {:>14} {:>8}",
+        "round", "mode", "appenders", "log on /s", "log off /s", "on/off"
+    );
+    let mut out = Vec::new();
+    for round in 0..args.rounds {
+        for (mode, durability, appenders) in [
+            ("durable", Durability::Durable, 1_024u64),
+            ("batched", batched, 256),
+        ] {
+            // The order alternates, so a disk or neighbour drifting does not favour one side.
+            let first_on = round % 2 == 0;
+            let mut rates = [0.0; 2];
+            for on in [first_on, !first_on] {
+                let rate = append_run(&dir.join("append"), durability, appenders, args.appends, on)
+                    .await?;
+                rates[usize::from(!on)] = rate;
+            }
+            println!(
+                "{round:<6} {mode:<8} {appenders:>9} {:>14.0} {:>14.0} {:>8.3}",
+                rates[0],
+                rates[1],
+                rates[0] / rates[1]
+            );
+            out.push(json!({"round": round, "mode": mode, "appenders": appenders,
+                "on_per_s": rates[0], "off_per_s": rates[1], "ratio": rates[0] / rates[1]}));
+        }
+    }
+    Ok(out)
+}
+
+fn quantiles(h: &Histogram<u64>) -> (f64, f64, f64) {
+    let us = |v: u64| v as f64 / 1_000.0;
+    (
+        us(h.value_at_quantile(0.5)),
+        us(h.value_at_quantile(0.99)),
+        us(h.max()),
+    )
+}
+
+async fn proofs(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
+    let jdir = dir.join("proofs");
+    let mut cfg = JournalConfig::new(jdir.join("journal"), "bench", jdir.join("signing.key"));
+    cfg.durability = Durability::Batched {
+        window: Duration::from_millis(5),
+        max_entries: 8_192,
+    };
+    let (journal, _) = Journal::open_async(cfg.clone()).await?;
+    let tlog = journal
+        .tlog()
+        .map_err(|e| anyhow::anyhow!("transparency log: {e}"))?
+        .clone();
+    let mut sizes: Vec<u64> = [10_000u64, 100_000, 1_000_000, 10_000_000]
+        .into_iter()
+        .filter(|s| *s < args.entries)
+        .collect();
+    sizes.push(args.entries);
+    println!(
+        "{:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>11}",
+        "leaves",
+        "incl p50",
+        "incl p99",
+        "incl max",
+        "cons p50",
+        "cons p99",
+        "cons max",
+        "hashes",
+        "32·⌈log₂n⌉"
+    );
+    let mut written = 0u64;
+    let mut out = Vec::new();
+    let write_start = Instant::now();
+    for size in sizes {
+        // Grow the journal to `size` entries with 256 concurrent appenders.
+        let mut tasks = Vec::new();
+        let per = (size - written).div_ceil(256);
+        for t in 0..256u64 {
+            let journal = journal.clone();
+            let from = written + t * per;
+            let to = (from + per).min(size);
+            tasks.push(tokio::spawn(async move {
+                for i in from..to {
+                    journal.append(draft(i)).await?;
+                }
+                anyhow::Ok(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        written = size;
+        journal.flush().await?;
+        tlog.reach(size).await?;
+        let t = tlog.clone();
+        let proofs = args.proofs;
+        let row = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
+            let mut incl = Histogram::<u64>::new(3)?;
+            let mut cons = Histogram::<u64>::new(3)?;
+            let mut longest = 0usize;
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = |n: u64| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % n
+            };
+            for _ in 0..proofs {
+                // The entry of request i is seq i + 1 only when appended in order; the index
+                // says where it really is, as the endpoint asks it.
+                let i = next(size);
+                let t0 = Instant::now();
+                let found = t
+                    .find(&draft(i).request_id)?
+                    .ok_or_else(|| anyhow::anyhow!("request {i} not indexed"))?;
+                let path = t.inclusion(found.seq - 1, size)?;
+                incl.record(t0.elapsed().as_nanos() as u64)?;
+                longest = longest.max(path.len());
+                let m = 1 + next(size);
+                let t0 = Instant::now();
+                let _ = t.consistency(m, size)?;
+                cons.record(t0.elapsed().as_nanos() as u64)?;
+            }
+            let (ip50, ip99, imax) = quantiles(&incl);
+            let (cp50, cp99, cmax) = quantiles(&cons);
+            let bound = 32 * (64 - (size - 1).leading_zeros()) as usize;
+            println!(
+                "{size:>10} {ip50:>8.1}µ {ip99:>8.1}µ {imax:>8.1}µ {cp50:>8.1}µ {cp99:>8.1}µ {cmax:>8.1}µ {longest:>7} {bound:>11}"
+            );
+            Ok(json!({"leaves": size, "inclusion_p50_us": ip50, "inclusion_p99_us": ip99,
+                "inclusion_max_us": imax, "consistency_p50_us": cp50, "consistency_p99_us": cp99,
+                "consistency_max_us": cmax, "proof_bytes_max": 32 * longest, "bound_bytes": bound}))
+        })
+        .await??;
+        out.push(row);
+    }
+    let elapsed = write_start.elapsed();
+    journal.close().await?;
+    let tdir = sovereign::journal::tlog::tlog_dir(&cfg.dir, "bench");
+    let tree_bytes: u64 = std::fs::read_dir(&tdir)?
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "{written} entries written in {:.1} s; the log's files: {tree_bytes} bytes ({:.1} per entry)",
+        elapsed.as_secs_f64(),
+        tree_bytes as f64 / written as f64
+    );
+    out.push(json!({"entries": written, "tlog_bytes": tree_bytes}));
+    Ok(out)
+}
