@@ -201,7 +201,8 @@ def test_document_shape():
     assert CLIENT_OPS == {
         "createChatCompletion", "createEmbedding", "listModels", "retrieveModel", "uploadDocument",
         "listDocuments", "retrieveDocument", "deleteDocument", "queryRag", "queryActivityLogs", "verifyJournal",
-        "createJournalCheckpoint", "listJournalCheckpoints", "listTeams", "createTeam", "retrieveTeam",
+        "createJournalCheckpoint", "listJournalCheckpoints", "getActivityCheckpoint", "getActivityCheckpointKey",
+        "getInclusionProof", "getConsistencyProof", "listTeams", "createTeam", "retrieveTeam",
         "updateTeam", "deleteTeam", "listKeys", "createKey", "retrieveKey", "rotateKey", "revokeKey", "getUsage",
         "listPolicies", "uploadPolicy", "activatePolicy", "getGuardrail", "setGuardrail"}
     # Every schema is a valid 2020-12 schema, every operation documents its errors in one shape.
@@ -421,6 +422,31 @@ def test_journal_verify_and_checkpoints(api):
     listed = check("listJournalCheckpoints", r, 200)
     assert checkpoint in listed["data"]
     check("listJournalCheckpoints", api["auditor"].get("/v1/admin/journal/checkpoints"), 200)
+
+
+def test_transparency_log(api):
+    """The journal's checkpoint (text), its key (text), an inclusion and a consistency proof; the
+    texts are checked against the schemas the document gives them too."""
+    rid = api["member"].get("/v1/models").headers["x-audit-trace-id"]
+    a = api["auditor"]
+    for op_id, path in (("getActivityCheckpoint", "/v1/activity/checkpoint"),
+                        ("getActivityCheckpointKey", "/v1/activity/checkpoint/key")):
+        r = a.get(path)
+        assert media_type(r) == "text/plain", (op_id, r.headers.get("content-type"))
+        text = check(op_id, r, 200)
+        validate(text, pointer("paths", path, "get", "responses", "200", "content", "text/plain", "schema"), op_id)
+    note = a.get("/v1/activity/checkpoint").text
+    size = int(note.splitlines()[1])
+    proof = check("getInclusionProof", a.get("/v1/activity/proof", params={"request_id": rid}), 200)
+    assert "checkpoint" in proof and proof["tree_size"] >= 1
+    sized = check("getInclusionProof", a.get("/v1/activity/proof", params={"request_id": rid, "tree_size": size}), 200)
+    assert sized["tree_size"] == size and "checkpoint" not in sized
+    consistency = check("getConsistencyProof", a.get("/v1/activity/consistency", params={"from": 1, "to": size}), 200)
+    assert (consistency["from"], consistency["to"]) == (1, size)
+    check_error("getInclusionProof", a.get("/v1/activity/proof", params={"request_id": "no-such-request"}), 404,
+                "not_found")
+    check_error("getConsistencyProof", a.get("/v1/activity/consistency", params={"from": 0, "to": size}), 400)
+    check_error("getActivityCheckpoint", api["member"].get("/v1/activity/checkpoint"), 403)
 
 
 def test_teams_keys_and_usage(api):
