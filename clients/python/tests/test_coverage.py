@@ -18,7 +18,8 @@ OPENAPI = REPO / "clients" / "openapi.json"
 SPEC_TABLE = {
     "createChatCompletion", "createEmbedding", "listModels", "retrieveModel", "uploadDocument",
     "listDocuments", "retrieveDocument", "deleteDocument", "queryRag", "queryActivityLogs",
-    "verifyJournal", "createJournalCheckpoint", "listJournalCheckpoints", "listTeams", "createTeam",
+    "verifyJournal", "createJournalCheckpoint", "listJournalCheckpoints", "getActivityCheckpoint",
+    "getActivityCheckpointKey", "getInclusionProof", "getConsistencyProof", "listTeams", "createTeam",
     "retrieveTeam", "updateTeam", "deleteTeam", "listKeys", "createKey", "retrieveKey", "rotateKey",
     "revokeKey", "getUsage", "listPolicies", "uploadPolicy", "activatePolicy", "getGuardrail",
     "setGuardrail",

@@ -29,6 +29,10 @@ public final class Operations {
         m.put("verifyJournal", List.of("Journal#verify"));
         m.put("createJournalCheckpoint", List.of("Journal#createCheckpoint"));
         m.put("listJournalCheckpoints", List.of("Journal#listCheckpoints"));
+        m.put("getActivityCheckpoint", List.of("Activity#checkpoint"));
+        m.put("getActivityCheckpointKey", List.of("Activity#checkpointKey"));
+        m.put("getInclusionProof", List.of("Activity#inclusionProof"));
+        m.put("getConsistencyProof", List.of("Activity#consistencyProof"));
         m.put("listTeams", List.of("Admin$Teams#list"));
         m.put("createTeam", List.of("Admin$Teams#create"));
         m.put("retrieveTeam", List.of("Admin$Teams#retrieve"));
