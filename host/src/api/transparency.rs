@@ -67,6 +67,22 @@ async fn blocking<T: Send + 'static>(
         .map_err(failed)
 }
 
+/// Waits until this chain's tree holds every entry acknowledged before the call (the follower
+/// runs just behind the writer: an entry answered a moment ago may not be in it yet).
+async fn caught_up(app: &AppState, tlog: &Tlog) -> Result<u64, ApiError> {
+    let journal = app
+        .0
+        .journal
+        .as_ref()
+        .ok_or_else(ApiError::journal_disabled)?;
+    let durable = journal
+        .flush()
+        .await
+        .map_err(ApiError::journal_unreadable)?;
+    tlog.reach(durable).await.map_err(failed)?;
+    Ok(durable)
+}
+
 /// A head signed over every entry acknowledged before the call (the latest one when the tree
 /// has not moved since).
 async fn head_now(app: &AppState, tlog: &Tlog) -> Result<SignedHead, ApiError> {
@@ -205,9 +221,16 @@ async fn locate(
         _ => None,
     };
     if let Some(t) = &own {
-        let (t2, rid) = (t.clone(), request_id.to_string());
-        if let Some(found) = blocking(move || t2.find(&rid)).await? {
-            return Ok(Some((Log::Own(t.clone()), found)));
+        // Looked up again once the tree holds every acknowledged entry, when the first look
+        // missed: the request may have been answered a moment ago.
+        for attempt in 0..2 {
+            if attempt == 1 {
+                caught_up(app, t).await?;
+            }
+            let (t2, rid) = (t.clone(), request_id.to_string());
+            if let Some(found) = blocking(move || t2.find(&rid)).await? {
+                return Ok(Some((Log::Own(t.clone()), found)));
+            }
         }
     }
     if app.replicated()
@@ -307,6 +330,11 @@ pub async fn proof(
             .with_param("request_id")
     };
     let (log, found) = locate(&app, &request_id).await?.ok_or_else(not_found)?;
+    if let (Log::Own(t), Some(n)) = (&log, asked_size)
+        && n > t.size()
+    {
+        caught_up(&app, t).await?;
+    }
     if principal.role != Role::Admin && found.team != team_fingerprint(&principal.team_id) {
         // An auditor sees its own team's entries only: another team's is not there for it.
         return Err(not_found());
@@ -377,7 +405,13 @@ pub async fn consistency(
             let mirror = app.tlog_mirror(&replica).await.map_err(replica_failed)?;
             Log::Other(replica, mirror)
         }
-        None => Log::Own(tlog(&app)?),
+        None => {
+            let t = tlog(&app)?;
+            if to > t.size() {
+                caught_up(&app, &t).await?;
+            }
+            Log::Own(t)
+        }
     };
     if to > log.size() {
         return Err(ApiError::invalid(
