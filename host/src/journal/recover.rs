@@ -99,10 +99,15 @@ pub(super) fn recover(cfg: &JournalConfig) -> Result<(ChainState, OpenReport), J
         (None, None) => (0, GENESIS_HASH.to_string(), true, 0),
     };
 
-    // Continue the last segment when it is sound and (if empty) named for the next entry.
-    let reusable = segments
-        .last()
-        .filter(|s| continue_last && (segment_entries > 0 || s.first_seq == head_seq + 1));
+    // Continue the last segment when it is sound and (if empty) named for the next entry; an
+    // empty one named for the next entry is continued after a forced open too (creating it
+    // again would fail: it exists).
+    let empty_next = |s: &&Segment| {
+        s.first_seq == head_seq + 1 && std::fs::metadata(&s.path).is_ok_and(|m| m.len() == 0)
+    };
+    let reusable = segments.last().filter(|s| {
+        (continue_last && (segment_entries > 0 || s.first_seq == head_seq + 1)) || empty_next(s)
+    });
     let (segment, segment_path, segment_bytes, segment_entries) = match reusable {
         Some(s) => {
             let f = OpenOptions::new()
@@ -110,7 +115,8 @@ pub(super) fn recover(cfg: &JournalConfig) -> Result<(ChainState, OpenReport), J
                 .open(&s.path)
                 .map_err(JournalError::io(&s.path))?;
             let len = f.metadata().map_err(JournalError::io(&s.path))?.len();
-            (f, s.path.clone(), len, segment_entries)
+            let entries = if continue_last { segment_entries } else { 0 };
+            (f, s.path.clone(), len, entries)
         }
         None => {
             let (f, path) = create_segment(dir, id, head_seq + 1)?;

@@ -415,3 +415,30 @@ async fn kill_9_while_appending_loses_no_acknowledged_entry() {
     assert!(report.is_ok(), "{report}");
     assert_eq!(report.chains[0].entries, open.head_seq);
 }
+
+/// A forced open after the last segment was emptied continues in that (empty) segment, named
+/// for the next entry, instead of failing to create it again ("File exists").
+#[tokio::test]
+async fn a_forced_open_continues_an_emptied_last_segment() {
+    let f = Fixture::new();
+    f.write(15).await; // segments 1 (10 entries) and 11 (5), a checkpoint at close
+    std::fs::File::options()
+        .write(true)
+        .open(f.segment(11))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let mut cfg = f.config();
+    assert!(matches!(
+        Journal::open_async(cfg.clone()).await,
+        Err(JournalError::Unverifiable(_))
+    ));
+    cfg.force = true;
+    let (journal, report) = Journal::open_async(cfg).await.unwrap();
+    assert_eq!(report.head_seq, 10);
+    match journal.append(draft(99)).await.unwrap() {
+        Ack::Durable { seq, .. } => assert_eq!(seq, 11),
+        other => panic!("{other:?}"),
+    }
+    journal.close().await.unwrap();
+}
