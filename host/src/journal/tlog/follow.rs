@@ -2,6 +2,8 @@
 //! written and adds them to the tree and the request-id index, so the writer's only cost is
 //! handing over its buffer. Also the replay of the same at open, for what the files lack.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
@@ -34,7 +36,12 @@ pub(super) struct Follower {
     /// Seqs at or below this are already in the index.
     pub indexed: u64,
     pub unsynced: u64,
+    /// Team fingerprints already computed (teams are few; bounded all the same).
+    pub teams: HashMap<String, u64>,
 }
+
+/// Most team fingerprints kept.
+const TEAMS_KEPT: usize = 4_096;
 
 impl Follower {
     /// Adds one line (without its newline) at `seq`, which must be the tree's next leaf.
@@ -50,11 +57,19 @@ impl Follower {
         }
         if seq > self.indexed {
             if let Some((request, team)) = ids_of(line) {
-                let found = Found {
-                    seq,
-                    team: team_fingerprint(&team),
+                let team = match self.teams.get(team.as_ref()) {
+                    Some(fp) => *fp,
+                    None => {
+                        let fp = team_fingerprint(&team);
+                        if self.teams.len() >= TEAMS_KEPT {
+                            self.teams.clear();
+                        }
+                        self.teams.insert(team.into_owned(), fp);
+                        fp
+                    }
                 };
-                self.ids.add(request_fingerprint(&request), found)?;
+                self.ids
+                    .add(request_fingerprint(&request), Found { seq, team })?;
             }
             self.indexed = seq;
         }
@@ -149,25 +164,24 @@ impl Follower {
 /// The request id and team id of a line. Lines are canonical JSON, in which a key's quotes can
 /// only be structural (a `"` inside a value is escaped), so the fields are found by their key;
 /// a value holding an escape is read by the full parser.
-fn ids_of(line: &[u8]) -> Option<(String, String)> {
-    let field = |key: &[u8]| -> Option<Result<String, ()>> {
-        let at = line.windows(key.len()).position(|w| w == key)? + key.len();
-        let len = line[at..].iter().position(|&b| b == b'"')?;
+fn ids_of(line: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
+    let field = |key: &[u8]| -> Option<Result<&str, ()>> {
+        let at = memchr::memmem::find(line, key)? + key.len();
+        let len = memchr::memchr(b'"', &line[at..])?;
         let value = &line[at..at + len];
         if value.contains(&b'\\') {
             return Some(Err(()));
         }
-        Some(
-            std::str::from_utf8(value)
-                .map(str::to_owned)
-                .map_err(|_| ()),
-        )
+        Some(std::str::from_utf8(value).map_err(|_| ()))
     };
     match (field(b"\"request_id\":\""), field(b"\"team_id\":\"")) {
-        (Some(Ok(r)), Some(Ok(t))) => Some((r, t)),
+        (Some(Ok(r)), Some(Ok(t))) => Some((Cow::Borrowed(r), Cow::Borrowed(t))),
         _ => {
             let record = Record::parse(line).ok()?;
-            Some((record.entry.request_id, record.entry.team_id))
+            Some((
+                Cow::Owned(record.entry.request_id),
+                Cow::Owned(record.entry.team_id),
+            ))
         }
     }
 }
@@ -180,6 +194,7 @@ mod tests {
     #[test]
     fn ids_are_read_from_canonical_lines() {
         let line = br#"{"action":"chat.completions","actor_id":"x \"request_id\":\"fake\"","request_id":"req-1","team_id":"team-a"}"#;
-        assert_eq!(ids_of(line), Some(("req-1".into(), "team-a".into())));
+        let (r, t) = ids_of(line).unwrap();
+        assert_eq!((r.as_ref(), t.as_ref()), ("req-1", "team-a"));
     }
 }

@@ -18,11 +18,42 @@ use sha2::{Digest as _, Sha256};
 pub const RUN_ENTRIES: usize = 1 << 19;
 const RECORD: u64 = 32;
 
-/// The first 16 bytes of SHA-256(request id).
+/// A request id's 128-bit fingerprint: the gateway's ids (`req-` + a UUIDv7 in hex) are their
+/// own UUID, already unique and random in their low bits; any other id, the first 16 bytes of
+/// its SHA-256.
 pub fn request_fingerprint(request_id: &str) -> u128 {
+    if let Some(hex) = request_id.strip_prefix("req-")
+        && hex.len() == 32
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && let Ok(v) = u128::from_str_radix(hex, 16)
+    {
+        return v;
+    }
     let d = Sha256::digest(request_id.as_bytes());
     u128::from_be_bytes(d[..16].try_into().unwrap_or([0; 16]))
 }
+
+/// Fingerprints are uniformly spread in their low bits: the map hashes by those, not SipHash.
+#[derive(Default)]
+struct LowBits(u64);
+
+impl std::hash::Hasher for LowBits {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+}
+
+type Recent = HashMap<u128, Found, std::hash::BuildHasherDefault<LowBits>>;
 
 /// The first 8 bytes of SHA-256(team id): enough to tell an auditor's own team's entries.
 pub fn team_fingerprint(team_id: &str) -> u64 {
@@ -37,35 +68,70 @@ pub struct Found {
     pub team: u64,
 }
 
+/// Records per block: a run's fences (in memory) hold every block's first fingerprint, so a
+/// look-up reads one block.
+const BLOCK: u64 = 256;
+
 struct Run {
     first: u64,
     last: u64,
     file: File,
     records: u64,
+    /// The first fingerprint of each block, and the run's last: a run whose range does not
+    /// hold a fingerprint is not read (the gateway's ids are time-ordered UUIDs, so runs
+    /// barely overlap).
+    fences: Vec<u128>,
+    max: u128,
+}
+
+fn decode(b: &[u8]) -> (u128, Found) {
+    let fp = u128::from_be_bytes(b[..16].try_into().unwrap_or([0; 16]));
+    let seq = u64::from_be_bytes(b[16..24].try_into().unwrap_or([0; 8]));
+    let team = u64::from_be_bytes(b[24..32].try_into().unwrap_or([0; 8]));
+    (fp, Found { seq, team })
 }
 
 impl Run {
-    fn record(&self, i: u64) -> std::io::Result<(u128, Found)> {
+    /// Opens a run file and reads its fences (one record per block).
+    fn open(path: &Path, first: u64, last: u64) -> std::io::Result<Run> {
+        let file = File::open(path)?;
+        let records = file.metadata()?.len() / RECORD;
+        let mut fences = Vec::with_capacity(records.div_ceil(BLOCK) as usize);
         let mut b = [0u8; RECORD as usize];
-        self.file.read_exact_at(&mut b, i * RECORD)?;
-        let fp = u128::from_be_bytes(b[..16].try_into().unwrap_or([0; 16]));
-        let seq = u64::from_be_bytes(b[16..24].try_into().unwrap_or([0; 8]));
-        let team = u64::from_be_bytes(b[24..].try_into().unwrap_or([0; 8]));
-        Ok((fp, Found { seq, team }))
+        for block in 0..records.div_ceil(BLOCK) {
+            file.read_exact_at(&mut b, block * BLOCK * RECORD)?;
+            fences.push(decode(&b).0);
+        }
+        let max = if records > 0 {
+            file.read_exact_at(&mut b, (records - 1) * RECORD)?;
+            decode(&b).0
+        } else {
+            0
+        };
+        Ok(Run {
+            first,
+            last,
+            file,
+            records,
+            fences,
+            max,
+        })
     }
 
     fn find(&self, fp: u128) -> std::io::Result<Option<Found>> {
-        let (mut lo, mut hi) = (0, self.records);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let (at, found) = self.record(mid)?;
-            match at.cmp(&fp) {
-                std::cmp::Ordering::Equal => return Ok(Some(found)),
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-            }
+        if self.fences.first().is_none_or(|min| fp < *min) || fp > self.max {
+            return Ok(None);
         }
-        Ok(None)
+        let block = self.fences.partition_point(|f| *f <= fp) as u64 - 1;
+        let start = block * BLOCK;
+        let n = (self.records - start).min(BLOCK);
+        let mut bytes = vec![0u8; (n * RECORD) as usize];
+        self.file.read_exact_at(&mut bytes, start * RECORD)?;
+        let records: Vec<(u128, Found)> = bytes.chunks_exact(RECORD as usize).map(decode).collect();
+        Ok(records
+            .binary_search_by(|(at, _)| at.cmp(&fp))
+            .ok()
+            .map(|i| records[i].1))
     }
 }
 
@@ -80,7 +146,7 @@ fn parse_run_name(name: &str) -> Option<(u64, u64)> {
 /// The index: shared by the follower (which adds) and the proof endpoint (which looks up).
 pub struct Ids {
     dir: PathBuf,
-    recent: Mutex<HashMap<u128, Found>>,
+    recent: Mutex<Recent>,
     runs: RwLock<Vec<Run>>,
 }
 
@@ -104,14 +170,7 @@ impl Ids {
                 fs::remove_file(item.path())?;
                 continue;
             }
-            let file = File::open(item.path())?;
-            let records = file.metadata()?.len() / RECORD;
-            runs.push(Run {
-                first,
-                last,
-                file,
-                records,
-            });
+            runs.push(Run::open(&item.path(), first, last)?);
         }
         runs.sort_by_key(|r| r.first);
         // Runs must follow each other; after a gap, what follows is rebuilt.
@@ -126,7 +185,7 @@ impl Ids {
         Ok((
             Ids {
                 dir: dir.to_path_buf(),
-                recent: Mutex::new(HashMap::new()),
+                recent: Mutex::new(Recent::default()),
                 runs: RwLock::new(keep),
             },
             covered,
@@ -168,12 +227,7 @@ impl Ids {
         f.write_all(&bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, &path)?;
-        let run = Run {
-            first,
-            last,
-            file: File::open(&path)?,
-            records: records.len() as u64,
-        };
+        let run = Run::open(&path, first, last)?;
         // The run is visible before the entries leave memory: a lookup never misses them.
         self.runs.write().map_err(|_| poisoned())?.push(run);
         let mut recent = self.recent.lock().map_err(|_| poisoned())?;
@@ -205,6 +259,38 @@ fn poisoned() -> std::io::Error {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
     use super::*;
+
+    #[test]
+    fn runs_of_many_blocks_find_every_id_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ids, _) = Ids::open(dir.path(), 0).unwrap();
+        // Both kinds of id: the gateway's (their UUID is the fingerprint) and others (hashed).
+        let id = |seq: u64| {
+            if seq % 2 == 0 {
+                format!(
+                    "req-{:032x}",
+                    0x0193_0000_0000_7000_8000_0000_0000_0000u128 + u128::from(seq) * 7919
+                )
+            } else {
+                format!("other-{seq}")
+            }
+        };
+        for seq in 1..=1_000u64 {
+            ids.add(request_fingerprint(&id(seq)), Found { seq, team: seq % 3 })
+                .unwrap();
+        }
+        ids.write_run().unwrap();
+        for seq in 1..=1_000u64 {
+            assert_eq!(
+                ids.find(&id(seq)).unwrap(),
+                Some(Found { seq, team: seq % 3 }),
+                "{seq}"
+            );
+        }
+        assert_eq!(ids.find(&id(1_001)).unwrap(), None);
+        assert_eq!(ids.find(&id(1_002)).unwrap(), None);
+        assert_eq!(ids.find("req-").unwrap(), None);
+    }
 
     #[test]
     fn runs_are_found_and_reopened() {

@@ -35,6 +35,7 @@ impl Mirror {
                 ids: ids.clone(),
                 indexed,
                 unsynced: 0,
+                teams: Default::default(),
             }),
             reader: LevelReader::new(&dir),
             ids,

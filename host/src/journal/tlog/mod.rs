@@ -125,6 +125,7 @@ impl Tlog {
             ids: ids.clone(),
             indexed,
             unsynced: 0,
+            teams: Default::default(),
         };
         follower.replay(journal_dir, sovereign_id, head)?;
         let size = follower.levels.size();
