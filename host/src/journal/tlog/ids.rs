@@ -266,7 +266,7 @@ mod tests {
         let (ids, _) = Ids::open(dir.path(), 0).unwrap();
         // Both kinds of id: the gateway's (their UUID is the fingerprint) and others (hashed).
         let id = |seq: u64| {
-            if seq % 2 == 0 {
+            if seq.is_multiple_of(2) {
                 format!(
                     "req-{:032x}",
                     0x0193_0000_0000_7000_8000_0000_0000_0000u128 + u128::from(seq) * 7919
