@@ -139,6 +139,16 @@ enum JournalCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Fetch the gateway's checkpoint now (`checkpoint.txt`) and the consistency proof from the
+    /// checkpoint OLD (kept earlier) to it (`consistency.json`) into OUT; check them with
+    /// `verify-consistency OLD OUT/checkpoint.txt OUT/consistency.json`. Key: SOVEREIGN_API_KEY.
+    FetchConsistency {
+        #[arg(long)]
+        url: String,
+        old: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Check the evidence in DIR offline against the log's verifier key (a file or the line).
     /// Exit code 0 when the entry is in the signed tree, 1 otherwise.
     VerifyProof {
@@ -305,6 +315,19 @@ fn tlog_command(command: JournalCommand) -> anyhow::Result<()> {
             })?;
             runtime()?.block_on(audit::fetch_evidence(&url, &api_key, &request_id, &out))?;
             println!("fetched {request_id} into {}", out.display());
+            Ok(())
+        }
+        JournalCommand::FetchConsistency { url, old, out } => {
+            let api_key = std::env::var("SOVEREIGN_API_KEY").map_err(|_| {
+                anyhow::anyhow!("set SOVEREIGN_API_KEY to an auditor's or an admin's key")
+            })?;
+            let old_note = std::fs::read_to_string(&old)?;
+            let (from, to) =
+                runtime()?.block_on(audit::fetch_consistency(&url, &api_key, &old_note, &out))?;
+            println!(
+                "fetched the consistency proof from {from} to {to} entries into {}",
+                out.display()
+            );
             Ok(())
         }
         JournalCommand::VerifyProof { dir, key } => {

@@ -133,6 +133,53 @@ pub fn verify_evidence(dir: &Path, vkey: &VerifierKey) -> anyhow::Result<String>
     ))
 }
 
+/// `fetch-consistency`: the gateway's checkpoint now (`checkpoint.txt`) and the consistency
+/// proof from the tree of `old` (a checkpoint kept earlier) to it (`consistency.json`). Returns
+/// the two sizes. The old note is not trusted here: `verify-consistency` checks everything.
+pub async fn fetch_consistency(
+    base_url: &str,
+    api_key: &str,
+    old: &str,
+    out: &Path,
+) -> anyhow::Result<(u64, u64)> {
+    let base = base_url.trim_end_matches('/');
+    let from: u64 = old
+        .lines()
+        .nth(1)
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| anyhow!("malformed checkpoint: no tree size on its second line"))?;
+    let client = reqwest::Client::new();
+    let get = |url: String| {
+        let client = client.clone();
+        async move {
+            let r = client.get(url).bearer_auth(api_key).send().await?;
+            let status = r.status();
+            let body = r.bytes().await?;
+            if !status.is_success() {
+                bail!("{status}: {}", String::from_utf8_lossy(&body));
+            }
+            Ok::<_, anyhow::Error>(body)
+        }
+    };
+    let note = get(format!("{base}/v1/activity/checkpoint"))
+        .await
+        .context("fetching the checkpoint")?;
+    let to: u64 = std::str::from_utf8(&note)?
+        .lines()
+        .nth(1)
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| anyhow!("the gateway's checkpoint has no tree size"))?;
+    let proof = get(format!(
+        "{base}/v1/activity/consistency?from={from}&to={to}"
+    ))
+    .await
+    .context("fetching the consistency proof")?;
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("checkpoint.txt"), &note)?;
+    std::fs::write(out.join("consistency.json"), &proof)?;
+    Ok((from, to))
+}
+
 /// `fetch-proof`: the entry's export line, its inclusion proof and the checkpoint it is proved
 /// against, written to `out`.
 pub async fn fetch_evidence(
