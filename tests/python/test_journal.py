@@ -269,6 +269,32 @@ def test_query_filters_pagination_and_exports(jgw, team_keys):
         assert r.json()["error"]["type"] == "permission_error"
 
 
+def test_a_walk_ends_at_the_head_its_first_page_saw(jgw, team_keys):
+    """Issue 49, bug 2: every page read is itself journaled, so a `limit=1` walk bounded only by
+    the chain's end grows the tail as fast as it reads it and never ends. The head at the first
+    page bounds the whole walk (the cursor carries it), whatever is appended meanwhile."""
+    gw, _ = jgw
+    admin, member = team_keys[0]["admin"], team_keys[0]["member"]
+    with api(gw, member) as m:
+        for _ in range(12):
+            assert m.get("/v1/models").status_code == 200
+    head = logs(gw, admin, limit=1000, format="jsonl").text.splitlines()
+    head = json.loads(head[-1])["seq"] + 1  # that export's own entry is in before the walk begins
+    seen, cursor = [], None
+    with api(gw, admin) as c, api(gw, member) as m:
+        for _ in range(head + 10):
+            page = c.post("/v1/activity/logs", json={"limit": 1, **({"cursor": cursor} if cursor else {})}).json()
+            seen += [e["seq"] for e in page["data"]]
+            assert m.get("/v1/models").status_code == 200  # and other traffic meanwhile
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+    assert cursor is None, f"the walk did not end: {len(seen)} pages, at seq {seen[-1]}, head was {head}"
+    assert seen == list(range(1, head + 1)), "every entry up to the first page's head, once"
+    # A fresh walk begins at today's head: it sees the first walk's own pages.
+    assert logs(gw, admin, limit=1000).json()["data"][-1]["seq"] > head + len(seen)
+
+
 @pytest.mark.parametrize("query, param", [
     ({"status": "fine"}, "status"),
     ({"from": "yesterday"}, "from"),

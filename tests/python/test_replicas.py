@@ -598,6 +598,17 @@ def test_activity_logs_on_any_replica_answer_for_all_and_verification_walks_ever
                 if not cursor:
                     break
             assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
+            # Unfiltered, each page read is itself an entry, copied to the index before the next
+            # read: the walk still ends, bounded by its first page's time (issue 49).
+            walked, cursor = [], None
+            for _ in range(300):
+                page = a.post("/v1/activity/logs", json={"limit": 1, **({"cursor": cursor} if cursor else {})}).json()
+                walked += [(e["replica"], e["seq"]) for e in page["data"]]
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+            assert cursor is None, f"the walk did not end after {len(walked)} pages"
+            assert len(walked) == len(set(walked)) and set(ids.values()) <= {r for r, _ in walked}
             csv_text = a.post("/v1/activity/logs", json={"format": "csv", "replica": "replica-1"}).text
             assert csv_text.splitlines()[0].endswith(",replica") and "replica-1" in csv_text.splitlines()[1]
             # Verification: this replica's files, and every replica's indexed chain.

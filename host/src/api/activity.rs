@@ -7,6 +7,8 @@
 //! (`state::journal_index`), ordered by time, then replica, then seq; `replica` narrows to one
 //! chain. This replica's own entries are copied there first, so a client reads its own writes.
 
+mod cursor;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ use crate::server::body;
 use crate::server::error::ApiError;
 use crate::state::AppState;
 use crate::store::JournalScan;
+use cursor::Cursor;
 
 /// Most entries in one `json` page.
 pub const MAX_PAGE: usize = 1_000;
@@ -104,7 +107,7 @@ pub async fn logs(
         .map_err(|e| ApiError::bad_request(format!("Invalid activity-log query: {e}.")))?;
     let replica = request.replica.clone();
     let shared = app.replicated();
-    let (mut filter, cursor, limit, format) = parse(request, shared)?;
+    let (mut filter, cursor, limit, format) = parse(request, Cursor::start(&app, shared))?;
     if let Some(team) = own_team {
         match &filter.team_id {
             Some(asked) if *asked != team => {
@@ -162,28 +165,8 @@ pub async fn logs(
     }
 }
 
-/// Where a read continues: a seq of this replica's chain, or a position in the shared index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Cursor {
-    Seq(u64),
-    /// (timestamp, replica, seq) of the last row looked at.
-    After(String, String, i64),
-}
-
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Cursor::Seq(s) => write!(f, "{s}"),
-            Cursor::After(t, r, s) => write!(f, "{t}~{r}~{s}"),
-        }
-    }
-}
-
 /// The request's filters, checked: 400 naming the parameter on anything malformed.
-fn parse(
-    r: LogsRequest,
-    shared: bool,
-) -> Result<(Filter, Option<Cursor>, usize, Format), ApiError> {
+fn parse(r: LogsRequest, start: Cursor) -> Result<(Filter, Cursor, usize, Format), ApiError> {
     let time = |param: &str, v: Option<String>| -> Result<Option<String>, ApiError> {
         v.map(|t| {
             parse_iso8601(&t).map(format_utc).ok_or_else(|| {
@@ -242,24 +225,8 @@ fn parse(
         )
     };
     let cursor = match r.cursor {
-        None => None,
-        Some(c) if shared => {
-            let mut parts = c.splitn(3, '~');
-            match (parts.next(), parts.next(), parts.next()) {
-                (Some(t), Some(rep), Some(seq)) => Some(Cursor::After(
-                    t.to_owned(),
-                    rep.to_owned(),
-                    seq.parse().map_err(|_| bad_cursor())?,
-                )),
-                _ => return Err(bad_cursor()),
-            }
-        }
-        Some(c) => Some(Cursor::Seq(
-            c.parse::<u64>()
-                .ok()
-                .filter(|s| *s >= 1)
-                .ok_or_else(bad_cursor)?,
-        )),
+        None => start,
+        Some(c) => Cursor::parse(&c, start).ok_or_else(bad_cursor)?,
     };
     let filter = Filter {
         from: time("from", r.from)?,
@@ -303,12 +270,7 @@ struct Page {
 const SHARED_CHUNK: u32 = 500;
 
 impl Reader {
-    async fn page(
-        &self,
-        cursor: Option<Cursor>,
-        limit: usize,
-        budget: u64,
-    ) -> Result<Page, ApiError> {
+    async fn page(&self, cursor: Cursor, limit: usize, budget: u64) -> Result<Page, ApiError> {
         match &*self.source {
             Source::Local { other: true, .. } => Ok(Page {
                 entries: Vec::new(),
@@ -318,12 +280,12 @@ impl Reader {
                 dir, sovereign_id, ..
             } => {
                 let (dir, id, filter) = (dir.clone(), sovereign_id.clone(), self.filter.clone());
-                let from_seq = match cursor {
-                    Some(Cursor::Seq(s)) => s,
-                    _ => 1,
+                let (next, head) = match cursor {
+                    Cursor::Seq { next, head } => (next, head),
+                    Cursor::After { .. } => (1, u64::MAX), // not made for this source
                 };
                 let page = tokio::task::spawn_blocking(move || {
-                    query(&dir, &id, &filter, from_seq, limit, budget)
+                    query(&dir, &id, &filter, next, head, limit, budget)
                 })
                 .await
                 .map_err(ApiError::journal_unreadable)?
@@ -335,7 +297,7 @@ impl Reader {
                         .into_iter()
                         .map(|r| (replica.clone(), r))
                         .collect(),
-                    next: page.next_seq.map(Cursor::Seq),
+                    next: page.next_seq.map(|next| Cursor::Seq { next, head }),
                 })
             }
             Source::Shared { store, replica } => {
@@ -351,13 +313,18 @@ impl Reader {
         &self,
         store: &dyn crate::store::Store,
         replica: Option<String>,
-        cursor: Option<Cursor>,
+        cursor: Cursor,
         limit: usize,
         budget: u64,
     ) -> Result<Page, ApiError> {
-        let mut after = match cursor {
-            Some(Cursor::After(t, r, s)) => Some((t, r, s)),
-            _ => None,
+        let (mut after, before) = match cursor {
+            Cursor::After { last, before } => (last, Some(before)),
+            Cursor::Seq { .. } => (None, None), // not made for this source
+        };
+        // Rows before the walk's bound and before the filter's `to`: the earlier of the two.
+        let to = match (self.filter.to.clone(), before.clone()) {
+            (Some(to), Some(before)) => Some(to.min(before)),
+            (to, before) => to.or(before),
         };
         let mut entries = Vec::new();
         let mut scanned = 0u64;
@@ -368,7 +335,7 @@ impl Reader {
                     team_id: self.filter.team_id.clone(),
                     replica: replica.clone(),
                     from: self.filter.from.clone(),
-                    to: self.filter.to.clone(),
+                    to: to.clone(),
                     limit: SHARED_CHUNK,
                 })
                 .await
@@ -385,7 +352,10 @@ impl Reader {
                     entries.push((row.replica, Hit { record, line }));
                 }
                 if entries.len() >= limit || scanned >= budget {
-                    let next = after.map(|(t, r, s)| Cursor::After(t, r, s));
+                    let next = before.map(|before| Cursor::After {
+                        last: after,
+                        before,
+                    });
                     return Ok(Page { entries, next });
                 }
             }
@@ -402,9 +372,9 @@ impl Reader {
 /// A `jsonl` or `csv` body produced a chunk at a time as the client reads it (bounded memory
 /// whatever the export's size). A read error mid-way ends the body early (the client sees a
 /// truncated transfer, never a silently short one: the connection is reset).
-fn export(reader: Reader, cursor: Option<Cursor>, limit: usize, format: Format) -> Response {
+fn export(reader: Reader, cursor: Cursor, limit: usize, format: Format) -> Response {
     let head = (format == Format::Csv).then(|| Bytes::from_static(CSV_HEADER.as_bytes()));
-    // `Some(cursor)`: more to read from there (`None` inside: from the start).
+    // `Some(cursor)`: more to read from there.
     let state = (reader, Some(cursor), limit);
     let rows = futures_util::stream::unfold(state, move |(reader, next, left)| async move {
         let from = next?;
@@ -429,7 +399,7 @@ fn export(reader: Reader, cursor: Option<Cursor>, limit: usize, format: Format) 
                 let left = left - page.entries.len();
                 Some((
                     Ok::<_, std::io::Error>(Bytes::from(out)),
-                    (reader, page.next.map(Some), left),
+                    (reader, page.next, left),
                 ))
             }
             Err(e) => Some((Err(std::io::Error::other(e.message)), (reader, None, 0))),
@@ -501,6 +471,8 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
+    const LOCAL: Cursor = Cursor::Seq { next: 1, head: 500 };
+
     #[test]
     fn filters_are_parsed_and_times_normalised() {
         let (f, cursor, limit, format) = parse(
@@ -508,7 +480,7 @@ mod tests {
                 "from": "2026-11-23T00:30:00+03:00", "to": "2026-11-23", "status": "rejected",
                 "cursor": "42", "format": "csv", "model": "m"
             })),
-            false,
+            LOCAL,
         )
         .unwrap();
         assert_eq!(f.from.as_deref(), Some("2026-11-22T21:30:00.000Z"));
@@ -516,15 +488,17 @@ mod tests {
         assert_eq!(f.status, Some(Status::Rejected));
         assert_eq!(
             (cursor, limit, format),
-            (Some(Cursor::Seq(42)), MAX_EXPORT, Format::Csv)
+            (
+                Cursor::Seq {
+                    next: 42,
+                    head: 500
+                },
+                MAX_EXPORT,
+                Format::Csv
+            )
         );
-        let (_, cursor, limit, format) = parse(request(json!({})), false).unwrap();
-        assert_eq!((cursor, limit, format), (None, DEFAULT_PAGE, Format::Json));
-        // Replicas: a position in the shared index, printed and parsed back.
-        let at = Cursor::After("2026-11-23T00:00:00.000Z".into(), "gw-a".into(), 7);
-        let (_, cursor, ..) = parse(request(json!({"cursor": at.to_string()})), true).unwrap();
-        assert_eq!(cursor, Some(at));
-        assert!(parse(request(json!({"cursor": "42"})), true).is_err());
+        let (_, cursor, limit, format) = parse(request(json!({})), LOCAL).unwrap();
+        assert_eq!((cursor, limit, format), (LOCAL, DEFAULT_PAGE, Format::Json));
     }
 
     #[test]
@@ -537,11 +511,11 @@ mod tests {
             (json!({"cursor": "0"}), "cursor"),
             (json!({"format": "xml"}), "format"),
         ] {
-            let e = parse(request(body.clone()), false).err().unwrap();
+            let e = parse(request(body.clone()), LOCAL).err().unwrap();
             assert_eq!(e.status, StatusCode::BAD_REQUEST, "{body}");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
-        assert!(parse(request(json!({"format": "jsonl", "limit": 5000})), false).is_ok());
+        assert!(parse(request(json!({"format": "jsonl", "limit": 5000})), LOCAL).is_ok());
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub async fn charges(
     while let Some(seq) = next {
         let (dir, id) = (cfg.dir.clone(), cfg.sovereign_id.clone());
         let page = tokio::task::spawn_blocking(move || {
-            query(&dir, &id, &Filter::default(), seq, PAGE, PAGE as u64)
+            query(&dir, &id, &Filter::default(), seq, head, PAGE, PAGE as u64)
         })
         .await??;
         done.entries += page.entries.len();

@@ -10,6 +10,7 @@ mod entry;
 pub mod query;
 mod recover;
 pub mod retention;
+mod seek;
 mod segment;
 mod tail;
 pub mod tlog;

@@ -254,7 +254,8 @@ async fn the_writers_zeroed_room_is_invisible_to_readers_and_cut_at_close() {
     );
     assert_eq!(report.chains[0].entries, 3);
     let filter = sovereign::journal::query::Filter::default();
-    let page = sovereign::journal::query::query(&f.dir, ID, &filter, 1, 100, 1_000).unwrap();
+    let page =
+        sovereign::journal::query::query(&f.dir, ID, &filter, 1, u64::MAX, 100, 1_000).unwrap();
     assert_eq!(page.entries.len(), 3);
     let mut tail = sovereign::journal::Tail::new(f.dir.clone(), ID.into(), 1);
     assert_eq!(tail.read(100).unwrap().len(), 3);

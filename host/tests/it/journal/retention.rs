@@ -138,7 +138,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
     let mut seqs = Vec::new();
     let mut cursor = 1;
     loop {
-        let page = query(&f.dir, ID, &all, cursor, 7, u64::MAX).unwrap();
+        let page = query(&f.dir, ID, &all, cursor, u64::MAX, 7, u64::MAX).unwrap();
         assert!(page.entries.len() <= 7);
         seqs.extend(page.entries.iter().map(|h| h.record.entry.seq));
         match page.next_seq {
@@ -156,7 +156,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
         status: Some(Status::Rejected),
         ..Filter::default()
     };
-    let page = query(&f.dir, ID, &rejected, 1, 100, u64::MAX).unwrap();
+    let page = query(&f.dir, ID, &rejected, 1, u64::MAX, 100, u64::MAX).unwrap();
     let got: Vec<u64> = page.entries.iter().map(|h| h.record.entry.seq).collect();
     assert_eq!(got, vec![1, 6, 11, 16, 21]);
     assert_eq!(page.next_seq, None);
@@ -166,7 +166,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
         actor_id: Some("user-5".into()),
         ..Filter::default()
     };
-    let page = query(&f.dir, ID, &one, 1, 100, u64::MAX).unwrap();
+    let page = query(&f.dir, ID, &one, 1, u64::MAX, 100, u64::MAX).unwrap();
     assert_eq!(page.entries.len(), 1);
     assert_eq!(page.entries[0].record.entry.seq, 13);
 
@@ -175,7 +175,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
         model: Some("absent".into()),
         ..Filter::default()
     };
-    let page = query(&f.dir, ID, &none, 1, 100, 12).unwrap();
+    let page = query(&f.dir, ID, &none, 1, u64::MAX, 100, 12).unwrap();
     assert!(page.entries.is_empty());
     assert_eq!(page.next_seq, Some(13));
 
@@ -185,7 +185,7 @@ async fn queries_filter_and_page_across_segment_boundaries() {
         ..Filter::default()
     };
     assert!(
-        query(&f.dir, ID, &past, 1, 100, u64::MAX)
+        query(&f.dir, ID, &past, 1, u64::MAX, 100, u64::MAX)
             .unwrap()
             .entries
             .is_empty()
