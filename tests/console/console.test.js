@@ -212,8 +212,11 @@ describe('console', () => {
     const row = page.locator('#documents-table tr', { hasText: 'console-test' });
     await row.waitFor(WAIT);
     assert.equal(await direction(page, '#documents-table td span', 'سياسة-الاحتفاظ'), 'rtl');
+    // The collection left empty searches all the team's collections (issue 49: it searched
+    // `default` and found nothing, while the list beside it showed every collection).
     await page.fill('#rag-form textarea[name=query]', QUESTION);
-    await page.fill('#rag-form input[name=collection]', 'console-test');
+    assert.equal(await page.inputValue('#rag-form input[name=collection]'), '');
+    assert.equal(await page.getAttribute('#rag-form input[name=collection]', 'placeholder'), 'all');
     await page.click('#rag-form button[type=submit]');
     await page.locator('#rag-confidence').waitFor(WAIT);
     assert.ok(Number(await page.locator('#rag-confidence').innerText()) > 0);

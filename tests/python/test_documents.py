@@ -198,7 +198,7 @@ class Docs:
         result = r.json()
         assert result["object"] == "rag.result"
         assert result["query"] == query
-        assert result["collection"] == body.get("collection", "default")
+        assert result["collection"] == (body.get("collection") or None)
         assert result["model"] == E5
         assert isinstance(result["confidence"], float | int) and 0.0 <= result["confidence"] <= 1.0, result
         assert isinstance(result["citations"], list)
@@ -381,6 +381,24 @@ def test_the_collection_defaults_to_default(api):
         assert cited_ids(result) == {rec["id"]}
     finally:
         assert api["member"].delete(rec["id"]).status_code == 200
+
+
+def test_a_query_without_a_collection_searches_all_the_teams_collections(api):
+    """Issue 49, bug 5: with the collection left out or empty (the console's "Try a retrieval
+    query" form, empty), a query searches every collection of the caller's team (it searched
+    `default` and found nothing); naming one still narrows to it; other teams' stay out."""
+    m = marker()
+    here, there = new_collection(), new_collection()
+    a = api["member"].ingest(f"{m}-a.txt", f"The {m} ledger is kept in the north tower.\n".encode(), collection=here)
+    b = api["member"].ingest(f"{m}-b.txt", f"The {m} seal is kept in the south tower.\n".encode(), collection=there)
+    other = api["member2"].ingest(f"{m}-c.txt", f"The {m} crown is kept in the east tower.\n".encode(),
+                                  collection=here)
+    question = f"Where are the {m} ledger and the {m} seal kept?"
+    for body in ({}, {"collection": ""}):
+        cited = cited_ids(api["member"].ask(question, top_k=10, **body))
+        assert {a["id"], b["id"]} <= cited and other["id"] not in cited, (body, cited)
+    assert cited_ids(api["member"].ask(question, top_k=10, collection=here)) & {b["id"], other["id"]} == set()
+    assert not cited_ids(api["member"].ask(question, top_k=10, collection="default")) & {a["id"], b["id"]}
 
 
 def test_admin_may_upload_too(api):

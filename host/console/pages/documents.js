@@ -51,7 +51,7 @@ function queryBox() {
   const form = h('form.stack#rag-form',
     h('label', 'Question', h('textarea', { name: 'query', rows: 2, dir: 'auto', required: true })),
     h('div.row',
-      h('label', 'Collection', h('input', { name: 'collection', dir: 'auto' })),
+      h('label', 'Collection', h('input', { name: 'collection', dir: 'auto', placeholder: 'all' })),
       h('label', 'Top k', h('input', { name: 'top_k', type: 'number', min: '1', max: '50', value: '5' })),
       h('button', { type: 'submit' }, 'Search')));
   form.addEventListener('submit', (e) => {

@@ -4,7 +4,8 @@
 //! 1. the body read and checked; the actor named; the journal records the query's hash;
 //! 2. the guardrail's input stage on the query (block 400; redact: the redacted query is what is
 //!    embedded and searched);
-//! 3. the search in the caller's team's collection: calibrated confidence, citations;
+//! 3. the search in the caller's team's collection, or in all of them when none is named (absent
+//!    or empty): calibrated confidence, citations;
 //! 4. with `generate: true`, an answer through the chat route — routing, guardrail, limits,
 //!    budget and the journal apply as to any chat request — from a prompt that numbers the
 //!    citations, so the answer cites them inline as `[1]`, `[2]`.
@@ -154,9 +155,10 @@ fn check(call: &Call, r: &RagRequest) -> Result<(Query, bool), ApiError> {
             "`model`, `max_tokens` and `temperature` apply to `generate: true` only.",
         ));
     }
-    let collection = match &r.collection {
-        Some(c) => check_collection(c)?,
-        None => "default".to_string(),
+    // None named (absent or empty, as a form left blank sends it): all the team's collections.
+    let collection = match r.collection.as_deref() {
+        None | Some("") => None,
+        Some(c) => Some(check_collection(c)?),
     };
     Ok((
         Query {

@@ -313,7 +313,7 @@ pub async fn search(
         .search(Query {
             team_id: call.principal.team_id.clone(),
             text: text.clone(),
-            collection: id,
+            collection: Some(id),
             // Ranked by the fused score, shown by confidence: a deeper list, re-sorted and cut.
             top_k: (2 * top_k).min(MAX_TOP_K),
             filters: Filters {

@@ -1,6 +1,6 @@
-//! Retrieval: the query embedded with the built-in model, the team's collection searched
-//! (vector + BM25, fused), the answerability confidence computed from the calibrated model, and
-//! the hits joined with their stored text into citations.
+//! Retrieval: the query embedded with the built-in model, one collection of the team (or all of
+//! them) searched (vector + BM25, fused), the answerability confidence computed from the
+//! calibrated model, and the hits joined with their stored text into citations.
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,7 +38,8 @@ impl Filters {
 pub struct Query {
     pub team_id: String,
     pub text: String,
-    pub collection: String,
+    /// One collection of the team, or `None`: all of them.
+    pub collection: Option<String>,
     pub top_k: usize,
     pub filters: Filters,
     /// Citations below this confidence are left out.
@@ -108,7 +109,7 @@ impl Library {
         let (mut vectors, query_tokens) = embedder.queries(vec![text.clone()]).await?;
         let vector = vectors.pop().unwrap_or_default();
         let results = blocking(move || {
-            let collections = [collection.as_str()];
+            let one = collection.as_deref().map(|c| [c]);
             let predicate = |meta: &ChunkMeta<'_>| {
                 allowed
                     .as_ref()
@@ -116,7 +117,7 @@ impl Library {
             };
             let filter = Filter {
                 tenant: Some(&team),
-                collections: Some(&collections),
+                collections: one.as_ref().map(<[&str; 1]>::as_slice),
                 predicate: Some(&predicate),
             };
             let index = read(&index);
