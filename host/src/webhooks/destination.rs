@@ -2,7 +2,8 @@
 //! in the URL; every address it resolves to is checked at connection time (the resolver below is
 //! the client's, so a name that later resolves elsewhere is checked again, and redirects are not
 //! followed). Refused always: link-local (169.254.0.0/16 with the cloud metadata address,
-//! fe80::/10), cloud metadata addresses and names, unspecified, multicast, broadcast. Loopback only
+//! fe80::/10), cloud metadata addresses and names, unspecified, multicast, broadcast — also when
+//! an IPv6 address carries the IPv4 one (mapped, compatible, NAT64, 6to4). Loopback only
 //! when `[webhooks] allow_loopback` is set. Private ranges (10/8, 172.16/12, 192.168/16, fc00::/7)
 //! are allowed: on a customer's own infrastructure, that is where receivers live
 //! (`docs/DECISIONS.md`).
@@ -67,11 +68,8 @@ fn check_name(name: &str) -> Result<(), Refused> {
 /// Whether a delivery may connect to `ip`.
 pub fn check_ip(ip: IpAddr, allow_loopback: bool) -> Result<(), Refused> {
     let ip = match ip {
-        // IPv4-mapped and -compatible IPv6 addresses are the IPv4 address they carry.
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(v6),
-        },
+        // An IPv6 address that carries an IPv4 one reaches it: it is that address.
+        IpAddr::V6(v6) => embedded_v4(v6).map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
     };
     if ip.is_loopback() {
@@ -90,6 +88,29 @@ pub fn check_ip(ip: IpAddr, allow_loopback: bool) -> Result<(), Refused> {
     } else {
         Ok(())
     }
+}
+
+/// The IPv4 address an IPv6 address stands for, where the IPv6 form is a way to reach it:
+/// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, deprecated but routed by some
+/// stacks), NAT64 (`64:ff9b::a.b.c.d`, RFC 6052, and the local-use `64:ff9b:1::/48` of RFC 8215
+/// in its /96 form), 6to4 (`2002:AABB:CCDD::/16`, RFC 3056). `::` and `::1` are themselves.
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = ip.segments();
+    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    let compatible = s[..6] == [0; 6] && !(s[6] == 0 && s[7] <= 1);
+    let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..3] == [0x64, 0xff9b, 1];
+    if compatible || nat64 {
+        return Some(low);
+    }
+    if s[0] == 0x2002 {
+        let [a, b] = s[1].to_be_bytes();
+        let [c, d] = s[2].to_be_bytes();
+        return Some(Ipv4Addr::new(a, b, c, d));
+    }
+    None
 }
 
 fn forbidden_v4(ip: Ipv4Addr) -> bool {
@@ -175,6 +196,17 @@ mod tests {
             "http://100.100.100.200/",
             "http://0.0.0.0:8080/",
             "http://[::ffff:169.254.169.254]/",
+            // The metadata address and other refused IPv4 ranges inside IPv6 (issue 49).
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://[64:ff9b::169.254.169.254]/",
+            "http://[::a9fe:a9fe]/",
+            "http://[::169.254.169.254]/",
+            "http://[64:ff9b:1::a9fe:a9fe]/",
+            "http://[2002:a9fe:a9fe::1]/",
+            "http://[::ffff:100.100.100.200]/",
+            "http://[64:ff9b::e000:1]/",
+            "http://[::ffff:0.0.0.0]/",
+            "http://[64:ff9b::ffff:ffff]/",
             "http://metadata.google.internal/computeMetadata/v1/",
             "http://224.0.0.1/",
         ] {
@@ -192,6 +224,31 @@ mod tests {
             Err(Refused::Loopback(_))
         ));
         assert!(check_url("http://127.0.0.1:9/x", true).is_ok());
+        // Loopback inside IPv6 is loopback.
+        for url in [
+            "http://[::ffff:127.0.0.1]/",
+            "http://[64:ff9b::7f00:1]/",
+            "http://[::127.0.0.1]/",
+            "http://[2002:7f00:1::]/",
+        ] {
+            assert!(
+                matches!(check_url(url, false), Err(Refused::Loopback(_))),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn ordinary_addresses_inside_ipv6_are_allowed() {
+        for url in [
+            "http://[64:ff9b::a00:5]/", // NAT64 of 10.0.0.5
+            "http://[::ffff:93.184.216.34]/",
+            "http://[2002:5db8:d822::1]/",
+            "http://[2001:db8::a9fe:a9fe]/", // a documentation prefix, not an embedding
+            "http://[fd12:3456::1]/",
+        ] {
+            assert!(check_url(url, false).is_ok(), "{url}");
+        }
     }
 
     #[test]
