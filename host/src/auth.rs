@@ -23,6 +23,9 @@ pub enum AuthError {
     Missing,
     #[error("The Authorization header must use the Bearer scheme: `Authorization: Bearer <key>`.")]
     BadScheme,
+    /// More than one `Authorization` header (400: which one would be the caller is a guess).
+    #[error("Send one Authorization header: this request has several.")]
+    Repeated,
     #[error("Incorrect API key provided.")]
     Invalid,
     #[error("This API key has expired.")]
@@ -47,9 +50,11 @@ pub enum AuthError {
 /// The bearer secret of a request. Keys in the gateway's own format must carry a valid
 /// checksum (a typo is refused before any lookup); other strings are looked up as they are.
 pub fn secret_from_headers(headers: &HeaderMap) -> Result<&str, AuthError> {
-    let value = headers
-        .get(http::header::AUTHORIZATION)
-        .ok_or(AuthError::Missing)?;
+    let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+    let value = values.next().ok_or(AuthError::Missing)?;
+    if values.next().is_some() {
+        return Err(AuthError::Repeated);
+    }
     let value = value.to_str().map_err(|_| AuthError::Invalid)?;
     let (scheme, secret) = value.split_once(' ').ok_or(AuthError::BadScheme)?;
     if !scheme.eq_ignore_ascii_case("bearer") {
@@ -156,5 +161,9 @@ mod tests {
             secret_from_headers(&bearer(&format!("Bearer {}", "x".repeat(600)))),
             Err(AuthError::Invalid)
         );
+        // Two headers: refused, not the first one taken (issue 49).
+        let mut two = bearer(&format!("Bearer {secret}"));
+        two.append(http::header::AUTHORIZATION, "Bearer junk".parse().unwrap());
+        assert_eq!(secret_from_headers(&two), Err(AuthError::Repeated));
     }
 }

@@ -251,3 +251,16 @@ def test_client_disconnect_mid_stream_cancels_upstream_and_leaks_nothing(gateway
     assert m["sovereign_streams_upstream_failed_total"] == metrics0["sovereign_streams_upstream_failed_total"]
     # Only the /metrics request itself is in flight.
     assert m["sovereign_requests_inflight"] == 1
+
+
+def test_two_authorization_headers_are_400_not_the_first_one_taken(gateway, keys, upstream_untouched):
+    """Issue 49, red team: with two `Authorization` headers the first won; which one is the caller
+    is a guess an intermediary may make differently, so the request is refused."""
+    for pair in ([keys["member"], "junk"], ["junk", keys["member"]], [keys["member"], keys["member"]]):
+        r = httpx.post(f"{gateway.url}{CHAT}", content=GOOD, timeout=10,
+                       headers=[("Content-Type", "application/json")] + [("Authorization", f"Bearer {k}") for k in pair])
+        assert r.status_code == 400, (pair, r.status_code, r.text)
+        error = r.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["code"] == "repeated_authorization", error
+    r = httpx.get(f"{gateway.url}/v1/models", headers={"Authorization": f"Bearer {keys['member']}"}, timeout=10)
+    assert r.status_code == 200

@@ -332,6 +332,14 @@ impl Access {
         let Some(peer) = peer else {
             return self.authenticate_key(headers).await;
         };
+        if headers
+            .get_all(http::header::AUTHORIZATION)
+            .iter()
+            .nth(1)
+            .is_some()
+        {
+            return Err(AuthError::Repeated);
+        }
         let identity = self
             .certs
             .find(peer)

@@ -153,6 +153,9 @@ impl From<AuthError> for ApiError {
                 ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
                     .with_code("certificate_not_mapped")
             }
+            AuthError::Repeated => {
+                ApiError::bad_request(message).with_code("repeated_authorization")
+            }
             AuthError::TeamMismatch { .. } => {
                 ApiError::new(StatusCode::FORBIDDEN, "permission_error", message)
                     .with_code("identity_mismatch")
