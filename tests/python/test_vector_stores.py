@@ -215,6 +215,52 @@ def test_attached_files_are_completed_and_listed(sdk, library):
     assert sorted(attached_ids(client, store.id)) == sorted(vf.id for vf in attached.values())
 
 
+@pytest.mark.parametrize("query, param", [
+    ("limit=0", "limit"), ("limit=101", "limit"), ("limit=ten", "limit"), ("limit=-3", "limit"),
+    ("order=newest", "order"), ("order=", "order"), ("after=", "after"), ("colour=red", "colour"),
+])
+def test_bad_list_parameters_are_400_not_ignored(http, library, query, param):
+    """Issue 49, red team: the vector-store and file lists ignored a bad `limit` or `order`."""
+    store, _ = library
+    paths = ["/v1/vector_stores", f"/v1/vector_stores/{store.id}/files"]
+    if query != "limit=101":  # files take up to 10,000
+        paths.append("/v1/files")
+    for path in paths:
+        r = http["member"].get(f"{path}?{query}")
+        assert r.status_code == 400, (path, query, r.text)
+        error = r.json()["error"]
+        assert error["type"] == "invalid_request_error" and error["param"] == param, (path, error)
+    r = http["member"].get("/v1/files?limit=10001")
+    assert r.status_code == 400 and r.json()["error"]["param"] == "limit"
+    r = http["member"].get("/v1/files?purpose=fun")
+    assert r.status_code == 400 and r.json()["error"]["param"] == "purpose"
+
+
+def test_lists_page_with_limit_order_and_after(sdk, http, library):
+    """The lists honour OpenAI's paging: the SDK's auto-pagination walks them whole, in order."""
+    client = sdk["member"]
+    store, attached = library
+    made = [new_store(client, name=f"paged-{i}").id for i in range(3)]
+    try:
+        newest = [s["id"] for s in http["member"].get("/v1/vector_stores?limit=100").json()["data"]]
+        assert newest[:3] == made[::-1], "newest first"
+        page = http["member"].get("/v1/vector_stores?limit=2").json()
+        assert [s["id"] for s in page["data"]] == newest[:2] and page["has_more"] is True
+        page = http["member"].get(f"/v1/vector_stores?limit=2&after={newest[1]}").json()
+        assert [s["id"] for s in page["data"]] == newest[2:4]
+        oldest = http["member"].get("/v1/vector_stores?limit=100&order=asc").json()["data"]
+        assert [s["id"] for s in oldest] == newest[::-1]
+        assert [s.id for s in client.vector_stores.list(limit=1)] == newest, "the SDK walks every page"
+        files = [f.id for f in client.vector_stores.files.list(vector_store_id=store.id, limit=1, order="asc")]
+        assert sorted(files) == sorted(vf.id for vf in attached.values()) and len(files) == 3
+        assert [f.id for f in client.vector_stores.files.list(vector_store_id=store.id, filter="failed")] == []
+        first = http["member"].get("/v1/files?limit=1").json()
+        assert len(first["data"]) == 1 and first["has_more"] is True
+    finally:
+        for s in made:
+            client.vector_stores.delete(s)
+
+
 def test_files_create_then_create_and_poll(sdk):
     client = sdk["member"]
     store = new_store(client)

@@ -5,12 +5,13 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::Path;
+use axum::extract::{Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::documents::{library, read_multipart};
+use super::list_page::{Bounds, ListQuery};
 use crate::pipeline::call::Call;
 use crate::server::error::ApiError;
 use crate::store::TeamId;
@@ -65,18 +66,37 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     Ok((StatusCode::OK, Json(file_json(&record))).into_response())
 }
 
-pub async fn list(call: Call) -> Result<Response, ApiError> {
+/// OpenAI's bounds for `GET /v1/files`.
+const LIST: Bounds = Bounds {
+    max: 10_000,
+    default: 10_000,
+    extra: &["purpose"],
+};
+
+pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+    let list = ListQuery::parse(query.as_deref(), LIST)?;
+    let purpose = list.extra("purpose").map(str::to_owned);
+    if let Some(p) = &purpose
+        && !PURPOSES.contains(&p.as_str())
+    {
+        return Err(ApiError::invalid(
+            "purpose",
+            format!("`purpose` must be one of {}.", PURPOSES.join(", ")),
+        ));
+    }
     let library = library(&call)?;
-    let files = library
+    let mut files = library
         .store()
         .files(TeamId(call.principal.team_id.clone()))
         .await?;
+    files.retain(|f| purpose.as_ref().is_none_or(|p| *p == f.purpose));
+    let (files, has_more) = list.page(files, |f| &f.id);
     Ok(Json(json!({
         "object": "list",
         "data": files.iter().map(file_json).collect::<Vec<_>>(),
         "first_id": files.first().map(|f| f.id.clone()),
         "last_id": files.last().map(|f| f.id.clone()),
-        "has_more": false,
+        "has_more": has_more,
     }))
     .into_response())
 }

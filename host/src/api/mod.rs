@@ -2,8 +2,8 @@
 //! (legacy), `responses` (`/v1/responses`, over chat), `embeddings`,
 //! `models`, `activity` (`/v1/activity/logs`), `transparency` (the journal's checkpoints and
 //! proofs), `documents` (`/v1/documents`), `rag`
-//! (`/v1/rag/query`), `files` and `vector_stores` (the OpenAI-compatible face of the library), and `validate` (bodies checked against the
-//! convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
+//! (`/v1/rag/query`), `files` and `vector_stores` (the OpenAI-compatible face of the library, their
+//! lists paged by `list_page`), and `validate` (bodies checked against the convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
 //! its own is the body it reads and the answer it gives.
 
 pub mod activity;
@@ -12,6 +12,7 @@ pub mod completions;
 pub mod documents;
 pub mod embeddings;
 pub mod files;
+pub mod list_page;
 pub mod models;
 pub mod rag;
 pub mod responses;

@@ -7,7 +7,7 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::Path;
+use axum::extract::{Path, RawQuery};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::documents::{ingest, library, record_usage};
 use super::files::no_such_file;
+use super::list_page::{Bounds, ListQuery};
 use crate::pipeline::call::Call;
 use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, Upload};
 use crate::server::error::ApiError;
@@ -145,18 +146,31 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     Ok(Json(store_json(&library, &record)).into_response())
 }
 
-pub async fn list(call: Call) -> Result<Response, ApiError> {
+/// OpenAI's bounds for the lists of vector stores and of a store's files.
+const LIST: Bounds = Bounds {
+    max: 100,
+    default: 20,
+    extra: &[],
+};
+const LIST_FILES: Bounds = Bounds {
+    extra: &["filter"],
+    ..LIST
+};
+
+pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+    let list = ListQuery::parse(query.as_deref(), LIST)?;
     let library = library(&call)?;
     let stores = library
         .store()
         .vector_stores(TeamId(call.principal.team_id.clone()))
         .await?;
+    let (stores, has_more) = list.page(stores, |s| &s.id);
     Ok(Json(json!({
         "object": "list",
         "data": stores.iter().map(|s| store_json(&library, s)).collect::<Vec<_>>(),
         "first_id": stores.first().map(|s| s.id.clone()),
         "last_id": stores.last().map(|s| s.id.clone()),
-        "has_more": false,
+        "has_more": has_more,
     }))
     .into_response())
 }
@@ -196,12 +210,37 @@ pub async fn attach(
     Ok(Json(file_json(&record, &request.file_id)).into_response())
 }
 
-pub async fn list_files(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn list_files(
+    call: Call,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let list = ListQuery::parse(query.as_deref(), LIST_FILES)?;
+    // Ingestion is synchronous: every file here is `completed`, none in another state.
+    let completed = match list.extra("filter") {
+        None | Some("completed") => true,
+        Some("in_progress" | "failed" | "cancelled") => false,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "filter",
+                "`filter` must be one of in_progress, completed, failed, cancelled.",
+            ));
+        }
+    };
     let library = library(&call)?;
     vector_store(&call, &library, &id).await?;
-    let (documents, _) = library
-        .list(&call.principal.team_id, Some(id), None, 100)
-        .await?;
+    // The store's files, newest first, a library page at a time.
+    let (mut documents, mut after) = (Vec::new(), None);
+    let mut more = completed;
+    while more {
+        let page;
+        (page, more) = library
+            .list(&call.principal.team_id, Some(id.clone()), after, 100)
+            .await?;
+        after = page.last().map(|d| d.id.clone());
+        documents.extend(page.into_iter().filter(|d| d.file_id.is_some()));
+    }
+    let (documents, has_more) = list.page(documents, |d| d.file_id.as_deref().unwrap_or(""));
     let data: Vec<Value> = documents
         .iter()
         .filter_map(|d| Some(file_json(d, d.file_id.as_deref()?)))
@@ -211,7 +250,7 @@ pub async fn list_files(call: Call, Path(id): Path<String>) -> Result<Response, 
         "first_id": data.first().and_then(|f| f.get("id")).cloned(),
         "last_id": data.last().and_then(|f| f.get("id")).cloned(),
         "data": data,
-        "has_more": false,
+        "has_more": has_more,
     }))
     .into_response())
 }
