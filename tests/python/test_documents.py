@@ -580,6 +580,24 @@ def test_a_multipart_body_without_a_file_part_is_400(api):
     assert api["member"].listed_ids(c) == []
 
 
+@pytest.mark.parametrize("part", ["file", "collection", "metadata"])
+def test_a_part_sent_twice_is_400_not_the_last_one_kept(api, part):
+    """Issue 49, red team: two `file` parts in one upload silently kept the last."""
+    c = new_collection()
+    parts = [("file", ("a.txt", b"The first part says the vault is in the north.", "text/plain")),
+             ("collection", (None, c)), ("metadata", (None, '{"k": "v"}'))]
+    parts += [(part, ("b.txt", b"The second part says south.", "text/plain") if part == "file"
+               else (None, c if part == "collection" else '{"k": "w"}'))]
+    r = api["member"].http.post("/v1/documents/upload", files=parts)
+    err = error_of(r, 400)
+    assert err["param"] == part and "more than one" in err["message"], err
+    assert api["member"].listed_ids(c) == []
+    r = api["member"].http.post("/v1/files", files=[("file", ("a.txt", b"one", "text/plain")),
+                                                    ("file", ("b.txt", b"two", "text/plain")),
+                                                    ("purpose", (None, "assistants"))])
+    assert error_of(r, 400)["param"] == "file"
+
+
 def test_a_body_that_is_not_multipart_is_refused(api):
     r = api["member"].http.post("/v1/documents/upload", json={"file": "Customer records must be kept."})
     error_of(r, 400, 415)

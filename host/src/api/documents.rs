@@ -336,8 +336,18 @@ pub async fn read_multipart(call: &Call, body: Body) -> Result<Form, ApiError> {
     let bad_form =
         |e: multer::Error| ApiError::bad_request(format!("The multipart form is malformed: {e}."));
     let (mut file, mut collection, mut metadata, mut purpose) = (None, None, None, None);
+    let mut seen: Vec<String> = Vec::new();
     while let Some(field) = form.next_field().await.map_err(bad_form)? {
         let name = field.name().unwrap_or("").to_string();
+        // A part sent twice: which one was meant is a guess (the last one used to win).
+        if seen.contains(&name) {
+            let shown: String = name.chars().take(64).collect();
+            return Err(ApiError::invalid(
+                &shown,
+                format!("The form has more than one `{shown}` part: send one."),
+            ));
+        }
+        seen.push(name.clone());
         match name.as_str() {
             "file" => {
                 let filename = field
