@@ -102,6 +102,7 @@ impl Journal {
             state,
             buf: Vec::with_capacity(1 << 20),
             buf_first_seq: 0,
+            line_ends: Vec::new(),
             follower,
             spare_tx,
             spare_rx,
@@ -255,11 +256,13 @@ struct Writer {
     /// Encoded lines of the batch being assembled, the first of them at `buf_first_seq`.
     buf: Vec<u8>,
     buf_first_seq: u64,
+    /// Where each line of `buf` ends (for the follower, which then need not look for them).
+    line_ends: Vec<u32>,
     /// The transparency log's follower: each written batch is handed to it whole, and its
     /// buffers come back on `spare_rx` to be filled again.
-    follower: Option<mpsc::Sender<Batch>>,
-    spare_tx: mpsc::Sender<Vec<u8>>,
-    spare_rx: mpsc::Receiver<Vec<u8>>,
+    follower: Option<mpsc::SyncSender<Batch>>,
+    spare_tx: mpsc::Sender<(Vec<u8>, Vec<u32>)>,
+    spare_rx: mpsc::Receiver<(Vec<u8>, Vec<u32>)>,
     /// Durable-mode appenders waiting for the next fsync.
     acks: Vec<Waiter>,
     flushes: Vec<Reply<u64>>,
@@ -408,6 +411,10 @@ impl Writer {
         }
         let prev = std::mem::take(&mut self.state.head_hash);
         let hash = Entry::from_draft(draft, seq, prev).seal_into(&mut self.buf);
+        if self.follower.is_some() {
+            self.line_ends
+                .push(u32::try_from(self.buf.len()).unwrap_or(u32::MAX));
+        }
         self.state.head_seq = seq;
         self.state.head_hash.clone_from(&hash);
         self.state.segment_entries += 1;
@@ -433,11 +440,20 @@ impl Writer {
         self.state.segment_bytes = end;
         match &self.follower {
             Some(follower) => {
-                let spare = self.spare_rx.try_recv().unwrap_or_default();
+                // A buffer back from the follower, else a new one as large as this batch's:
+                // the next batch is written without growing it.
+                let (spare, spare_ends) = self.spare_rx.try_recv().unwrap_or_else(|_| {
+                    (
+                        Vec::with_capacity(self.buf.capacity()),
+                        Vec::with_capacity(self.line_ends.capacity()),
+                    )
+                });
                 let bytes = std::mem::replace(&mut self.buf, spare);
+                let ends = std::mem::replace(&mut self.line_ends, spare_ends);
                 let batch = Batch {
                     first_seq: self.buf_first_seq,
                     bytes,
+                    ends,
                     spare: self.spare_tx.clone(),
                 };
                 if follower.send(batch).is_err() {

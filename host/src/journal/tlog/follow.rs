@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use memchr::memmem::Finder;
 use std::sync::mpsc::Receiver;
 
 use super::ids::{Found, Ids, request_fingerprint, team_fingerprint};
@@ -21,12 +23,13 @@ use crate::journal::segment::{list_dir, next_line};
 /// are rebuilt from the journal at the next open.
 const SYNC_EVERY: u64 = 1 << 16;
 
-/// Lines the writer wrote, in seq order from `first_seq`, each `\n`-terminated; the buffer goes
-/// back to the writer on `spare` once read.
+/// Lines the writer wrote, in seq order from `first_seq`, each `\n`-terminated, line `i` ending
+/// (after its newline) at `ends[i]`; the buffers go back to the writer on `spare` once read.
 pub struct Batch {
     pub first_seq: u64,
     pub bytes: Vec<u8>,
-    pub spare: std::sync::mpsc::Sender<Vec<u8>>,
+    pub ends: Vec<u32>,
+    pub spare: std::sync::mpsc::Sender<(Vec<u8>, Vec<u32>)>,
 }
 
 /// The follower's state: the files it appends to.
@@ -39,6 +42,9 @@ pub(super) struct Follower {
     /// Team fingerprints already computed (teams are few; bounded all the same).
     pub teams: HashMap<String, u64>,
 }
+
+/// The follower thread's nice value (Linux: per thread).
+const NICE: i32 = 10;
 
 /// Most team fingerprints kept.
 const TEAMS_KEPT: usize = 4_096;
@@ -86,23 +92,29 @@ impl Follower {
         Ok(())
     }
 
-    /// Runs until the writer hangs up, then makes everything durable.
+    /// Runs until the writer hangs up, then makes everything durable. Its thread runs at a
+    /// lower priority ([`NICE`]): the log is derived from the journal, off the request path, and
+    /// on a saturated machine the appenders and the writer come first; it catches up when they
+    /// pause, and the writer waits for it only when [`super::BACKLOG`] batches are queued.
     pub fn run(mut self, rx: Receiver<Batch>, shared: Arc<Shared>) {
+        #[cfg(target_os = "linux")]
+        if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), NICE) {
+            tracing::debug!(error = %e, "the transparency log follower keeps the default priority");
+        }
         let result = (|| -> Result<(), TlogError> {
             while let Ok(batch) = rx.recv() {
-                let mut seq = batch.first_seq;
-                for line in batch.bytes.split(|&b| b == b'\n') {
-                    if line.is_empty() {
-                        continue;
-                    }
-                    self.add(seq, line)?;
-                    seq += 1;
+                let (mut seq, mut start) = (batch.first_seq, 0);
+                for &end in &batch.ends {
+                    let end = end as usize;
+                    self.add(seq, &batch.bytes[start..end - 1])?;
+                    (seq, start) = (seq + 1, end);
                 }
                 self.write()?;
                 shared.publish(self.levels.size());
-                let mut bytes = batch.bytes;
+                let (mut bytes, mut ends) = (batch.bytes, batch.ends);
                 bytes.clear();
-                let _ = batch.spare.send(bytes);
+                ends.clear();
+                let _ = batch.spare.send((bytes, ends));
             }
             self.levels.sync()?;
             Ok(())
@@ -165,8 +177,10 @@ impl Follower {
 /// only be structural (a `"` inside a value is escaped), so the fields are found by their key;
 /// a value holding an escape is read by the full parser.
 fn ids_of(line: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
-    let field = |key: &[u8]| -> Option<Result<&str, ()>> {
-        let at = memchr::memmem::find(line, key)? + key.len();
+    static REQUEST: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"request_id\":\""));
+    static TEAM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"team_id\":\""));
+    let field = |finder: &Finder<'_>| -> Option<Result<&str, ()>> {
+        let at = finder.find(line)? + finder.needle().len();
         let len = memchr::memchr(b'"', &line[at..])?;
         let value = &line[at..at + len];
         if value.contains(&b'\\') {
@@ -174,7 +188,7 @@ fn ids_of(line: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
         }
         Some(std::str::from_utf8(value).map_err(|_| ()))
     };
-    match (field(b"\"request_id\":\""), field(b"\"team_id\":\"")) {
+    match (field(&REQUEST), field(&TEAM)) {
         (Some(Ok(r)), Some(Ok(t))) => Some((Cow::Borrowed(r), Cow::Borrowed(t))),
         _ => {
             let record = Record::parse(line).ok()?;

@@ -35,7 +35,7 @@ pub fn request_fingerprint(request_id: &str) -> u128 {
     u128::from_be_bytes(d[..16].try_into().unwrap_or([0; 16]))
 }
 
-/// Fingerprints are uniformly spread in their low bits: the map hashes by those, not SipHash.
+/// Fingerprints are unique 128-bit values: the map hashes them with one multiply, not SipHash.
 #[derive(Default)]
 struct LowBits(u64);
 
@@ -49,7 +49,9 @@ impl std::hash::Hasher for LowBits {
         }
     }
     fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
+        // Folded and multiplied (Fibonacci hashing): the table takes its tag from the top bits,
+        // which a sequential id would leave all equal.
+        self.0 = ((v as u64) ^ ((v >> 64) as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 

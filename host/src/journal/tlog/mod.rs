@@ -13,7 +13,7 @@ pub mod note;
 pub mod tree;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ed25519_dalek::SigningKey;
@@ -53,6 +53,10 @@ impl From<crate::journal::JournalError> for TlogError {
         TlogError::Io(e.to_string())
     }
 }
+
+/// Batches written but not yet followed before the writer waits for the follower: memory stays
+/// bounded (a batch is at most `max_batch` lines) when the follower cannot keep up.
+pub const BACKLOG: usize = 64;
 
 /// The default origin (and note key name) of a chain's log.
 pub fn default_origin(sovereign_id: &str) -> String {
@@ -115,7 +119,7 @@ impl Tlog {
         origin: &str,
         key: SigningKey,
         head: u64,
-    ) -> Result<(Tlog, Sender<Batch>), TlogError> {
+    ) -> Result<(Tlog, SyncSender<Batch>), TlogError> {
         let dir = tlog_dir(journal_dir, sovereign_id);
         let levels = LevelWriter::open(&dir, head)?;
         let (ids, indexed) = Ids::open(&dir, head)?;
@@ -144,7 +148,7 @@ impl Tlog {
             shared: shared.clone(),
             latest: Mutex::new(latest),
         };
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = std::sync::mpsc::sync_channel(BACKLOG);
         std::thread::Builder::new()
             .name(format!("tlog-{sovereign_id}"))
             .spawn(move || follower.run(rx, shared))
