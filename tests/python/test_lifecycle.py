@@ -86,3 +86,32 @@ def test_sigterm_right_after_readiness_is_graceful(gateway_factory, sim):
     code = gw.proc.wait(timeout=10)
     assert code == 0, (f"exit status {code} (negative: killed by signal {-code}); "
                        f"SIGTERM handler installed at readiness: {handler_installed}")
+
+
+def _mode(path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_data_directory_is_0700_and_the_store_0600(sim, keys, tmp_path):
+    """Issue 49, red team: `sovereign.db` (webhook signing secrets, key hashes) was created 0644
+    in a 0755 directory. A new data directory is 0700 and the database files 0600; one left
+    readable by an earlier version is tightened at start."""
+    config = harness.gateway_config(harness.fleet_models(sim.url), keys["config"])
+    data = tmp_path / "data"
+    p = harness.start_gateway(config, tmp_path)
+    try:
+        assert _mode(data) == 0o700, oct(_mode(data))
+        db = sorted(data.glob("sovereign.db*"))
+        assert [f.name for f in db][:1] == ["sovereign.db"]
+        assert {f.name: oct(_mode(f)) for f in db} == {f.name: oct(0o600) for f in db}
+        assert _mode(data / "LOCK") == 0o600
+    finally:
+        assert p.stop() == 0
+    data.chmod(0o755)
+    (data / "sovereign.db").chmod(0o644)
+    p = harness.start_gateway(config, tmp_path)
+    try:
+        assert _mode(data) == 0o700 and _mode(data / "sovereign.db") == 0o600
+        harness.wait_for(lambda: "0755" in p.stderr(), timeout=5, what="the tightening in the log")
+    finally:
+        p.kill()

@@ -24,7 +24,7 @@ use crate::shared::{Change, Notice, Shared};
 use crate::store::{BudgetScope, Clock, KeyId, Store, SystemClock, TeamId};
 use crate::upstream::Upstreams;
 use crate::upstream::health::Health;
-use start::{load_guardrail, lock_data_dir, open_journal, retention_task};
+use start::{load_guardrail, lock_data_dir, open_journal, private_database, retention_task};
 
 /// One cheap handle on everything the handlers share.
 #[derive(Clone)]
@@ -102,12 +102,10 @@ impl AppState {
             Arc<dyn crate::store::documents::DocumentStore>,
         ) = match &config.store {
             crate::config::StoreConfig::Sqlite => {
+                let path = config.data_dir.join("sovereign.db");
+                private_database(&path)?;
                 let sqlite = Arc::new(
-                    crate::store::sqlite::SqliteStore::open(
-                        &config.data_dir.join("sovereign.db"),
-                        parts.clock.clone(),
-                    )
-                    .await?,
+                    crate::store::sqlite::SqliteStore::open(&path, parts.clock.clone()).await?,
                 );
                 (sqlite.clone(), sqlite)
             }

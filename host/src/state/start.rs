@@ -1,22 +1,31 @@
-//! Start-up steps of [`super::AppState`]: the data-directory lock, the journal opened (recovered
-//! and verified) with its retention task, and the guardrail loaded before serving.
+//! Start-up steps of [`super::AppState`]: the data directory (0700, its database 0600) and its
+//! lock, the journal opened (recovered and verified) with its retention task, and the guardrail
+//! loaded before serving.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::journal::{Journal, retention};
 
-/// Creates the data directory and takes an exclusive lock on `LOCK` in it: two gateways on one
-/// store would each keep budget counters the other cannot see.
+/// Creates the data directory (0700: the store holds webhook signing secrets, the directory the
+/// journal's signing key; one readable by others is tightened, and the log says so) and takes an
+/// exclusive lock on `LOCK` in it: two gateways on one store would each keep budget counters the
+/// other cannot see.
 pub(super) fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     use anyhow::Context as _;
-    std::fs::create_dir_all(dir)
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
         .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    private(dir, 0o700);
     let path = dir.join("LOCK");
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     match file.try_lock() {
@@ -28,6 +37,53 @@ pub(super) fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::Fi
         Err(std::fs::TryLockError::Error(e)) => {
             Err(e).with_context(|| format!("locking {}", path.display()))
         }
+    }
+}
+
+/// The SQLite database file, created 0600 before SQLite opens it (SQLite gives its `-wal` and
+/// `-shm` files the database's mode): it holds webhook signing secrets. An existing one and its
+/// companions readable by others are tightened to 0600.
+pub(super) fn private_database(path: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        private(std::path::Path::new(&name), 0o600);
+    }
+    Ok(())
+}
+
+/// Takes group and other permissions off `path` (to `mode`) when it has any, saying so; a path
+/// the gateway may not change is left as it is.
+fn private(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(was) = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o777) else {
+        return;
+    };
+    if was & 0o077 == 0 {
+        return;
+    }
+    match std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+        Ok(()) => tracing::warn!(
+            path = %path.display(),
+            "{} was mode {was:04o}, readable by other users; now {mode:04o}",
+            path.display()
+        ),
+        // Not the gateway's to change (a volume's root owned by another user, say): its
+        // owner's choice; the files in it are 0600 either way.
+        Err(e) => tracing::info!(
+            path = %path.display(), error = %e,
+            "{} is mode {was:04o} and could not be made {mode:04o}",
+            path.display()
+        ),
     }
 }
 
