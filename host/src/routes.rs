@@ -203,6 +203,8 @@ pub fn router(state: AppState) -> Router {
         .route("/console/", get(console::index))
         .route("/console/{*path}", get(console::asset))
         .merge(authenticated)
+        // The public routes too (`POST /healthz`): a 405 in the error shape, never a bare one.
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             context::panic_response,
         ))

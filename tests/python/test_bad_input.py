@@ -4,6 +4,7 @@ from a stream cancels it upstream and leaks nothing."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -264,3 +265,44 @@ def test_two_authorization_headers_are_400_not_the_first_one_taken(gateway, keys
         assert error["type"] == "invalid_request_error" and error["code"] == "repeated_authorization", error
     r = httpx.get(f"{gateway.url}/v1/models", headers={"Authorization": f"Bearer {keys['member']}"}, timeout=10)
     assert r.status_code == 200
+
+
+def _raw(gateway, request: bytes) -> tuple[int, dict, bytes]:
+    """Sends bytes as they are; the status, headers and body of the answer (read to the close)."""
+    host, port = gateway.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        try:
+            s.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the gateway may answer and close before it has read everything
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.parametrize("name, request_bytes, status", [
+    ("URI over 64 KiB", b"GET /v1/models?q=" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    ("120 headers", b"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(120))
+     + b"\r\n", 431),
+    ("a 500 KB header", b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 500_000 + b"\r\n\r\n", 431),
+    ("a header line without a colon", b"GET /v1/models HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400),
+    ("a malformed request line", b"GET /v1/models HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400),
+    ("a method the public routes do not take", b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405),
+    ("a method the console does not take", b"DELETE /console/ HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+])
+def test_answers_hyper_and_axum_give_on_their_own_carry_the_error_shape(gateway, name, request_bytes, status):
+    """Issue 49, red team: 431, 414, some 400s and 405s had empty bodies (hyper and axum answer
+    them before any handler); every refusal carries the convention's error body."""
+    got, headers, body = _raw(gateway, request_bytes)
+    assert got == status, (name, got, body[:200])
+    assert headers.get("content-type") == "application/json", (name, headers)
+    assert int(headers["content-length"]) == len(body), (name, headers)
+    error = json.loads(body)["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["type"] == "invalid_request_error", error
+    assert error["message"].strip(), error
+    # The gateway still serves the next connection.
+    assert httpx.get(f"{gateway.url}/healthz", timeout=5).status_code == 200

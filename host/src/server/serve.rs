@@ -4,6 +4,7 @@
 //! clients are cut off), and graceful shutdown (stop accepting, let in-flight requests finish
 //! within a grace period). With TLS, the handshake (under its own deadline) comes first and
 //! ALPN picks the protocol; the client certificate rides on every request of the connection.
+//! Requests hyper cannot parse get the error shape too (`parse_errors`).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -21,6 +22,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use super::lanes::Lanes;
+use super::parse_errors::ErrorBodies;
 use super::tls::TlsListener;
 
 #[derive(Debug, Clone, Copy)]
@@ -93,7 +95,7 @@ pub async fn serve(
                         return drop(permit);
                     }
                     let conn = builder.serve_connection_with_upgrades(
-                        TokioIo::new(stream),
+                        TokioIo::new(ErrorBodies::new(stream)),
                         TowerToHyperService::new(svc),
                     );
                     watcher.watch(conn).await
@@ -116,7 +118,7 @@ pub async fn serve(
                         builder.http1_only()
                     };
                     let conn = builder.serve_connection_with_upgrades(
-                        TokioIo::new(accepted.stream),
+                        TokioIo::new(ErrorBodies::new(accepted.stream)),
                         TowerToHyperService::new(svc),
                     );
                     watcher.watch(conn).await
