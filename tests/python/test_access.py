@@ -101,6 +101,28 @@ def test_admin_api_creates_teams_and_keys_whose_secret_is_shown_once(gateway, ke
             assert c.post("/v1/chat/completions", json=CHAT).status_code == 401
 
 
+@pytest.mark.parametrize("field, value", [
+    ("allowed_models", ["jais-30b-chat", "evil\u202elive"]),
+    ("allowed_models", ["two words"]),
+    ("allowed_models", ["m" * 129]),
+    ("allowed_regions", ["sa-riyadh-1\n"]),
+    ("allowed_regions", ["sa/riyadh"]),
+    ("allowed_regions", [""]),
+])
+def test_team_model_and_region_names_are_checked(gateway, keys, field, value):
+    """Issue 49, red team: region and model names were taken as any non-empty string (control
+    characters, bidirectional overrides) and then shown in the console and written to logs."""
+    with admin(gateway, keys) as a:
+        r = a.post("/v1/admin/teams", json={"name": "names", "plan": "enterprise", field: value})
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert error["param"] == field and "ASCII letters" in error["message"], error
+        team = new_team(a, allowed_models=["meta-llama/Llama-3.1-8B-Instruct", "llama3.2:3b"],
+                        allowed_regions=["sa-riyadh-1", "EU_West.2"])
+        r = a.patch(f"/v1/admin/teams/{team['id']}", json={field: value})
+        assert r.status_code == 400 and r.json()["error"]["param"] == field, r.text
+
+
 def test_revoke_then_call_at_once_is_401_every_time(gateway, keys):
     with admin(gateway, keys) as a:
         team = new_team(a)

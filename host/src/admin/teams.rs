@@ -42,22 +42,43 @@ fn plan(v: &str) -> Result<Plan, ApiError> {
     })
 }
 
+/// At most 256 model ids, each of the shape the config's are (`config::check_model_id`).
 fn models(v: Vec<String>) -> Result<Vec<String>, ApiError> {
-    if v.len() > 256 || v.iter().any(|m| m.trim().is_empty() || m.len() > 128) {
-        return Err(ApiError::invalid(
-            "allowed_models",
-            "`allowed_models` must be at most 256 non-empty model ids.",
-        ));
-    }
-    Ok(v)
+    names(
+        "allowed_models",
+        v,
+        256,
+        "model ids",
+        crate::config::check_model_id,
+    )
 }
 
+/// At most 64 region names, each of the shape the config's are (`config::check_region`).
 fn regions(v: Vec<String>) -> Result<Vec<String>, ApiError> {
-    if v.len() > 64 || v.iter().any(|r| r.trim().is_empty() || r.len() > 64) {
+    names(
+        "allowed_regions",
+        v,
+        64,
+        "region names",
+        crate::config::check_region,
+    )
+}
+
+fn names(
+    param: &str,
+    v: Vec<String>,
+    max: usize,
+    what: &str,
+    check: fn(&str) -> Result<(), String>,
+) -> Result<Vec<String>, ApiError> {
+    if v.len() > max {
         return Err(ApiError::invalid(
-            "allowed_regions",
-            "`allowed_regions` must be at most 64 non-empty region names.",
+            param,
+            format!("`{param}` must be at most {max} {what}."),
         ));
+    }
+    for (i, name) in v.iter().enumerate() {
+        check(name).map_err(|e| ApiError::invalid(param, format!("`{param}[{i}]` {e}.")))?;
     }
     Ok(v)
 }

@@ -21,6 +21,7 @@ mod guardrail;
 mod health;
 mod journal;
 mod models;
+mod names;
 mod responses;
 mod routing;
 mod server;
@@ -37,6 +38,7 @@ pub use guardrail::{GuardrailConfig, defaults as guardrail_defaults};
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
 pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
+pub use names::{check_model_id, check_region};
 pub use responses::ResponsesConfig;
 pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
 pub use server::ServerConfig;
@@ -209,8 +211,8 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
     if raw.sovereign_id.trim().is_empty() {
         err("sovereign_id".into(), "must not be empty");
     }
-    if raw.region.trim().is_empty() {
-        err("region".into(), "must not be empty");
+    if let Err(e) = names::check_region(&raw.region) {
+        err("region".into(), &e);
     }
     let server = server::validate(&raw.server, &mut err);
     models::check_fallbacks(&raw.models, &mut err);
@@ -320,6 +322,33 @@ team = "t"
 role = "admin"
 hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 "#;
+
+    /// Issue 49: model ids and regions are names with a shape, each error at its path.
+    #[test]
+    fn a_bad_model_id_or_region_is_refused_at_its_path() {
+        let bad = GOOD
+            .replace(
+                "region = \"sa-riyadh-1\"\ndefault_model",
+                "region = \"sa riyadh\"\ndefault_model",
+            )
+            .replace("id = \"m1\"", "id = \"m1\\u202e\"")
+            .replace("region = \"sa-riyadh-1\"\nlocal", "region = \"\"\nlocal");
+        let errors = Config::parse(&bad).unwrap_err().to_string();
+        for start in [
+            "region: must be 1 to 64",
+            "models[0].id: must be 1 to 128",
+            "models[0].region: must be 1 to 64",
+        ] {
+            assert!(
+                errors.lines().any(|l| l.starts_with(start)),
+                "{start} in {errors}"
+            );
+        }
+        assert!(
+            errors.contains(r#"got "m1\u{202e}""#),
+            "shown escaped: {errors}"
+        );
+    }
 
     #[test]
     fn parses_a_good_config() {

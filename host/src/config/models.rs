@@ -149,11 +149,8 @@ pub(super) fn validate(
     let mut seen = HashMap::new();
     for (i, m) in raw.into_iter().enumerate() {
         let p = format!("models[{i}]");
-        if m.id.trim().is_empty() || m.id.chars().any(char::is_whitespace) {
-            err(
-                format!("{p}.id"),
-                "must be non-empty and contain no white space",
-            );
+        if let Err(e) = super::names::check_model_id(&m.id) {
+            err(format!("{p}.id"), &e);
         } else if m.id == AUTO_ROUTER {
             err(format!("{p}.id"), "`auto-router` is reserved");
         } else if let Some(j) = seen.insert(m.id.clone(), i) {
@@ -162,8 +159,8 @@ pub(super) fn validate(
         if m.family.trim().is_empty() {
             err(format!("{p}.family"), "must not be empty");
         }
-        if m.region.trim().is_empty() {
-            err(format!("{p}.region"), "must not be empty");
+        if let Err(e) = super::names::check_region(&m.region) {
+            err(format!("{p}.region"), &e);
         }
         for (j, l) in m.languages.iter().enumerate() {
             if !is_language_code(l) {
