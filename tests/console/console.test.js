@@ -110,6 +110,12 @@ describe('console', () => {
     secret = (await page.locator('#new-secret').innerText()).trim();
     assert.match(secret, /^sk-sov-/);
     await page.locator('#keys-table tr', { hasText: KEY_NAME }).waitFor(WAIT);
+    // The demo's keys come from its config file and say so; the one made here does not (issue 49).
+    assert.equal(await page.locator('#keys-table tr', { hasText: KEY_NAME }).locator('.badge.config').count(), 0);
+    for (const name of ['admin', 'member', 'auditor']) {
+      const row = page.locator('#keys-table tbody tr').filter({ has: page.locator('td:first-child', { hasText: new RegExp(`^${name}\\b`) }) });
+      assert.equal(await row.locator('.badge.config').count(), 1, name);
+    }
     await shot(page, 'teams-and-keys');
   });
 

@@ -395,6 +395,53 @@ def test_teams_keys_usage_and_budgets_survive_a_restart(sim, keys, tmp_path):
         gw.kill()
 
 
+def test_a_key_removed_from_the_config_file_stops_working(sim, keys, tmp_path):
+    """Issue 49, red team: config keys were imported at start and never revoked when their entry
+    disappeared, so deleting a leaked key from the file left it working. At start, a config key
+    the file no longer declares is revoked, journaled, and listed as such (`source: config`)."""
+    leaked, leaked_hash = harness.new_key()
+    both = {**keys["config"], "leaked": ("member", leaked_hash)}
+    models = harness.fleet_models(sim.url)
+    journal = {"durability": "durable"}
+    gw = harness.start_gateway(harness.gateway_config(models, both, journal=journal), tmp_path)
+    try:
+        with as_key(gw, leaked) as c:
+            assert c.get("/v1/models").status_code == 200
+        with admin(gw, keys) as a:
+            listed = {k["name"]: k for k in a.get("/v1/admin/keys").json()["data"]}
+            assert listed["leaked"]["source"] == "config" and listed["leaked"]["state"] == "active"
+            made = new_key(a, "t1")
+            assert a.get(f"/v1/admin/keys/{made['id']}").json()["source"] == "api"
+    finally:
+        assert gw.stop() == 0
+    # The operator deletes the leaked key's entry and restarts.
+    gw = harness.start_gateway(harness.gateway_config(models, keys["config"], journal=journal), tmp_path)
+    try:
+        with as_key(gw, leaked) as c:
+            r = c.get("/v1/models")
+            assert r.status_code == 401 and r.json()["error"]["code"] == "revoked_api_key", r.text
+        with as_key(gw, keys["member"]) as c:
+            assert c.get("/v1/models").status_code == 200, "keys still declared keep working"
+        with as_key(gw, made["key"]) as c:
+            assert c.get("/v1/models").status_code == 200, "keys made through the API are not the file's"
+        with admin(gw, keys) as a:
+            k = a.get(f"/v1/admin/keys/{listed['leaked']['id']}").json()
+            assert (k["state"], k["source"]) == ("revoked", "config") and k["revoked_at"], k
+            entries = a.post("/v1/activity/logs", json={"action": "admin.keys.revoke"}).json()["data"]
+            assert [(e["key_id"], e["actor_id"], e["status"]) for e in entries] == [
+                (listed["leaked"]["id"], "config", "success")], entries
+        harness.wait_for(lambda: "no longer declares" in gw.stderr(), timeout=5, what="the revocation in the log")
+    finally:
+        assert gw.stop() == 0
+    # A third start revokes nothing more and journals nothing again.
+    gw = harness.start_gateway(harness.gateway_config(models, keys["config"], journal=journal), tmp_path)
+    try:
+        with admin(gw, keys) as a:
+            assert len(a.post("/v1/activity/logs", json={"action": "admin.keys.revoke"}).json()["data"]) == 1
+    finally:
+        gw.kill()
+
+
 def test_the_days_token_counts_survive_a_restart(sim, keys, tmp_path):
     """The day's counters are loaded back at start (team by team, from the usage rows): a key
     over its tokens-per-day cap stays refused after a restart, another key of the team is not."""

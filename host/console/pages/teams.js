@@ -112,8 +112,11 @@ export default {
         const names = new Map(teams.data.map((t) => [t.id, t.name]));
         const perKey = usageByKey(usage.data);
         const keyTable = table([
-          { title: 'Name', cell: (k) => text(k.name) },
+          // A key declared in the config file says so: the file, not this page, decides whether
+          // it exists (a restart without its entry revokes it).
+          { title: 'Name', cell: (k) => h('span', text(k.name), k.source === 'config' ? [' ', h('span.badge.config', { title: 'Declared in the config file: removing its entry revokes it at the next start' }, 'config')] : '') },
           { title: 'Id / prefix', cell: (k) => h('span.mono', k.id, h('br'), k.prefix) },
+          { title: 'Created', cell: (k) => time(k.created_at) },
           { title: 'Team', cell: (k) => text(names.get(k.team_id) ?? k.team_id) },
           { title: 'Role', cell: (k) => k.role },
           { title: 'State', cell: (k) => badge(k.state) },

@@ -1,12 +1,17 @@
 //! Start-up: the teams and keys declared in the config file are brought into the store (once;
-//! a config key revoked through the API stays revoked), and a gateway whose store has no usable
+//! a config key revoked through the API stays revoked), config keys the file no longer declares
+//! are revoked (deleting a leaked key's entry stops it), and a gateway whose store has no usable
 //! admin key gets one — from `SOVEREIGN_ADMIN_KEY` if set, else generated and printed once.
+
+use std::collections::HashSet;
 
 use anyhow::Context as _;
 
 use crate::auth::{KEY_PREFIX, generate_secret, hash_secret, is_gateway_key};
 use crate::config::{Config, Role};
-use crate::store::{CertSource, NewCertIdentity, NewKey, NewTeam, Store, TeamId, TeamPatch};
+use crate::store::{
+    CertSource, KeyId, KeyInfo, NewCertIdentity, NewKey, NewTeam, Store, TeamId, TeamPatch,
+};
 
 /// The environment variable an operator may set to choose the first admin key.
 pub const ADMIN_KEY_ENV: &str = "SOVEREIGN_ADMIN_KEY";
@@ -14,11 +19,18 @@ pub const ADMIN_KEY_ENV: &str = "SOVEREIGN_ADMIN_KEY";
 /// The team the bootstrap admin key belongs to when it has to be created.
 const ADMIN_TEAM: &str = "admin";
 
+/// The shown prefix of keys imported from the config file: how the store tells them apart
+/// (`source: config` in the admin API) from keys made through the API.
+pub const CONFIG_KEY_PREFIX: &str = "sk-sov-(config)";
+
 /// What start-up did; `new_admin_secret` must be shown to the operator exactly once.
 #[derive(Debug, Default)]
 pub struct Bootstrap {
     pub new_admin_secret: Option<String>,
     pub admin_from_env: bool,
+    /// Config keys revoked because the file no longer declares them (to journal and to drop
+    /// from every replica's cache).
+    pub revoked_config_keys: Vec<KeyInfo>,
 }
 
 pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap> {
@@ -51,14 +63,17 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
             }
         }
     }
+    let mut declared = HashSet::new();
     for k in &config.keys {
         let mut new = NewKey::new(TeamId(k.team.clone()), k.role);
         new.name = Some(k.name.clone());
-        store
-            .import_key(new, k.hash, format!("{KEY_PREFIX}(config)"))
+        let key = store
+            .import_key(new, k.hash, CONFIG_KEY_PREFIX.to_string())
             .await
             .with_context(|| format!("importing key {} from the config", k.name))?;
+        declared.insert(key.id);
     }
+    let revoked_config_keys = revoke_undeclared(store, &declared).await?;
     sync_cert_identities(store, config).await?;
 
     let has_admin = store
@@ -67,7 +82,10 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
         .iter()
         .any(|k| k.role == Role::Admin && k.state.is_usable());
     if has_admin {
-        return Ok(Bootstrap::default());
+        return Ok(Bootstrap {
+            revoked_config_keys,
+            ..Bootstrap::default()
+        });
     }
     let (secret, from_env) = match std::env::var(ADMIN_KEY_ENV) {
         Ok(s) if !s.trim().is_empty() => {
@@ -102,7 +120,37 @@ pub async fn run(store: &dyn Store, config: &Config) -> anyhow::Result<Bootstrap
     Ok(Bootstrap {
         new_admin_secret: (!from_env).then_some(secret),
         admin_from_env: from_env,
+        revoked_config_keys,
     })
+}
+
+/// Config keys still usable whose entry the file no longer has: revoked, each said in the log.
+/// An operator who deletes a leaked key from the file expects it to stop (issue 49). Replicas
+/// share a store, so every replica must start from the same `[[keys]]` (docs/LIMITS.md).
+async fn revoke_undeclared(
+    store: &dyn Store,
+    declared: &HashSet<KeyId>,
+) -> anyhow::Result<Vec<KeyInfo>> {
+    let mut revoked = Vec::new();
+    for key in store.keys(None).await? {
+        if key.prefix != CONFIG_KEY_PREFIX || declared.contains(&key.id) || !key.state.is_usable() {
+            continue;
+        }
+        let key = store
+            .revoke_key(key.id.clone())
+            .await
+            .with_context(|| format!("revoking config key {}", key.id.0))?;
+        tracing::warn!(
+            key_id = %key.id.0,
+            name = key.name.as_deref().unwrap_or(""),
+            team_id = %key.team_id.0,
+            "revoked key {} ({}): the config file no longer declares it",
+            key.id.0,
+            key.name.as_deref().unwrap_or("unnamed"),
+        );
+        revoked.push(key);
+    }
+    Ok(revoked)
 }
 
 /// The file's `[[cert_identities]]` made true in the store: each one present (same team and

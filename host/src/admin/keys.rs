@@ -12,6 +12,7 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::access::bootstrap::CONFIG_KEY_PREFIX;
 use crate::budget::units;
 use crate::config::Role;
 use crate::server::error::ApiError;
@@ -180,6 +181,9 @@ async fn render(app: &AppState, k: &KeyInfo) -> Result<Value, ApiError> {
         "team_id": k.team_id.0,
         "name": k.name,
         "prefix": k.prefix,
+        // Declared in the config file (revoked at start once the file no longer has it), or
+        // made through this API.
+        "source": if k.prefix == CONFIG_KEY_PREFIX { "config" } else { "api" },
         "role": k.role.as_str(),
         "state": k.state.as_str(),
         "created_at": k.created_at / 1000,

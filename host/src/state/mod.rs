@@ -24,7 +24,10 @@ use crate::shared::{Change, Notice, Shared};
 use crate::store::{BudgetScope, Clock, KeyId, Store, SystemClock, TeamId};
 use crate::upstream::Upstreams;
 use crate::upstream::health::Health;
-use start::{load_guardrail, lock_data_dir, open_journal, private_database, retention_task};
+use start::{
+    journal_config_revocations, load_guardrail, lock_data_dir, open_journal, private_database,
+    retention_task,
+};
 
 /// One cheap handle on everything the handlers share.
 #[derive(Clone)]
@@ -147,6 +150,13 @@ impl AppState {
             },
         )
         .await?;
+        // Keys the config file stopped declaring: out of every replica's cache, and journaled.
+        for key in &bootstrap.revoked_config_keys {
+            access.invalidate_key(&key.id.0).await;
+        }
+        if let Some(journal) = &journal {
+            journal_config_revocations(journal, &bootstrap.revoked_config_keys).await?;
+        }
         let channel = crate::webhooks::Channel::new();
         let events = Events::new(Some(channel.outbox.clone()));
         let (charger, _writer) = Charger::start(store.clone(), journal.clone());

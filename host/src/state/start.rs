@@ -87,6 +87,41 @@ fn private(path: &std::path::Path, mode: u32) {
     }
 }
 
+/// Config keys revoked at start because the file no longer declares them (`access::bootstrap`):
+/// each journaled as a revocation by `config`, like one made through the admin API, so the
+/// chain says when and why the key stopped.
+pub(super) async fn journal_config_revocations(
+    journal: &Journal,
+    keys: &[crate::store::KeyInfo],
+) -> anyhow::Result<()> {
+    for key in keys {
+        let draft = crate::journal::EntryDraft {
+            timestamp: SystemTime::now(),
+            request_id: format!("req-{}", uuid::Uuid::now_v7().simple()),
+            actor_id: "config".into(),
+            team_id: key.team_id.0.clone(),
+            key_id: key.id.0.clone(),
+            auth: None,
+            cert_sha256: None,
+            charges: Vec::new(),
+            action: "admin.keys.revoke".into(),
+            model: None,
+            prompt_hash: None,
+            routing_policy: None,
+            residency_boundary: None,
+            status: crate::journal::Status::Success,
+            prompt_tokens: None,
+            completion_tokens: None,
+            latency_us: 0,
+        };
+        journal
+            .append(draft)
+            .await
+            .map_err(|e| anyhow::anyhow!("journaling the revocation of {}: {e}", key.id.0))?;
+    }
+    Ok(())
+}
+
 /// Opens (recovers and verifies) the journal before serving: a torn final record is cut and
 /// logged; a chain that fails verification stops the start unless `[journal] force`.
 pub(super) async fn open_journal(cfg: &crate::journal::JournalConfig) -> anyhow::Result<Journal> {
