@@ -550,3 +550,47 @@ async fn a_warm_guardrail_reuses_instances_and_sizes_large_checks_fresh() {
     assert_eq!(v.redactions.len(), 1);
     assert_eq!(g.pool_stats(), Some((1, 6, 1)));
 }
+
+/// The guardrail's budget stops a check that needs more running time than it has (4 MiB of
+/// text under 20 ms that do not grow with the text), and the policy serves the next check. Time
+/// the guest waits for the CPU does not count: docs/GUARDRAIL.md, "A busy machine" (issue 49).
+#[tokio::test]
+async fn a_guardrail_check_needing_more_than_its_budget_is_stopped() {
+    use sovereign::policy::guardrail::InputScaling;
+    use sovereign::policy::{GuardrailPolicy, GuardrailStage};
+    let settings = HashMap::from([(
+        "settings".to_string(),
+        r#"{"default": "redact"}"#.to_string(),
+    )]);
+    let limits = CallLimits {
+        deadline: Duration::from_millis(20),
+        ..CallLimits::default()
+    };
+    let g = GuardrailPolicy::load(
+        host(),
+        "guardrail-20ms",
+        policy_artifacts::PII_GUARDRAIL_COMPONENT.to_vec(),
+        settings,
+        limits,
+    )
+    .await
+    .unwrap()
+    .with_scaling(InputScaling {
+        deadline_per_mib: Duration::ZERO,
+        ..InputScaling::default()
+    });
+    let big = ["salem@example.sa 4111 1111 word ".repeat((4 << 20) / 32)];
+    let t = Instant::now();
+    let e = g
+        .check(GuardrailStage::Input, &RouteFacts::default(), &big)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, PolicyError::Timeout { .. }), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let ok = ["mail me at salem@example.sa".to_string()];
+    let v = g
+        .check(GuardrailStage::Input, &RouteFacts::default(), &ok)
+        .await
+        .unwrap();
+    assert_eq!(v.redactions.len(), 1);
+}
