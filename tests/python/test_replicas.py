@@ -703,14 +703,15 @@ def test_any_replica_proves_any_replicas_entries_in_that_replicas_own_log(sim, k
             assert r.status_code == 200
             written[r.headers["x-audit-trace-id"]] = gw
         with admin(a_, keys) as a, admin(b_, keys) as b:
-            vkeys = {"replica-0": a.get("/v1/activity/checkpoint/key").text,
-                     "replica-1": b.get("/v1/activity/checkpoint/key").text}
+            vkeys = {"replica-0": tv.parse_vkey(a.get("/v1/activity/checkpoint/key").text),
+                     "replica-1": tv.parse_vkey(b.get("/v1/activity/checkpoint/key").text)}
             assert vkeys["replica-0"] != vkeys["replica-1"]
             # The other replica's key, as that replica published it.
             harness.wait_for(lambda: a.get("/v1/activity/checkpoint/key",
                                            params={"replica": "replica-1"}).status_code == 200,
                              timeout=10, what="replica-1's published head")
-            assert a.get("/v1/activity/checkpoint/key", params={"replica": "replica-1"}).text == vkeys["replica-1"]
+            assert tv.parse_vkey(a.get("/v1/activity/checkpoint/key",
+                                       params={"replica": "replica-1"}).text) == vkeys["replica-1"]
             for rid, writer in written.items():
                 own = "replica-0" if writer is a_ else "replica-1"
                 harness.wait_for(lambda: a.post("/v1/activity/logs",
@@ -722,22 +723,22 @@ def test_any_replica_proves_any_replicas_entries_in_that_replicas_own_log(sim, k
                     assert proof.status_code == 200, proof.text
                     p = proof.json()
                     assert p.get("replica", own) == own
-                    tv.check_inclusion(line, p, p["checkpoint"], vkeys[own])
-                    assert tv.check_checkpoint(p["checkpoint"], vkeys[own])[0].endswith("/" + own)
+                    tv.verify_inclusion(line, p, p["checkpoint"], vkeys[own])
+                    assert tv.verify_checkpoint(p["checkpoint"], vkeys[own]).origin.endswith("/" + own)
             # Consistency of replica-1's log, served by replica-0 from its mirror.
             old = a.get("/v1/activity/checkpoint", params={"replica": "replica-1"}).text
             for _ in range(3):
                 assert httpx.post(f"{b_.url}/v1/chat/completions", json=CHAT, headers=auth,
                                   timeout=30).status_code == 200
-            m = tv.check_checkpoint(old, vkeys["replica-1"])[1]
+            m = tv.verify_checkpoint(old, vkeys["replica-1"]).size
             new = harness.wait_for(
                 lambda: (t := a.get("/v1/activity/checkpoint", params={"replica": "replica-1"}).text)
-                and tv.check_checkpoint(t, vkeys["replica-1"])[1] >= m + 3 and t,
+                and tv.verify_checkpoint(t, vkeys["replica-1"]).size >= m + 3 and t,
                 timeout=10, what="a newer head of replica-1")
-            _, n, root2 = tv.check_checkpoint(new, vkeys["replica-1"])
+            n = tv.verify_checkpoint(new, vkeys["replica-1"]).size
             c = a.get("/v1/activity/consistency", params={"from": m, "to": n, "replica": "replica-1"})
             assert c.status_code == 200, c.text
-            tv.check_consistency(m, n, tv.check_checkpoint(old, vkeys["replica-1"])[2], root2, tv.hashes(c.json()))
+            tv.verify_consistency(old, new, c.json(), vkeys["replica-1"])
             assert a.get("/v1/activity/checkpoint", params={"replica": "nobody"}).status_code == 404
     finally:
         stop_all(replicas)

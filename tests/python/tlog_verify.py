@@ -1,124 +1,216 @@
 """An independent transparency-log verifier for the end-to-end tests (issue 48): RFC 9162
-inclusion (§2.1.3.2) and consistency (§2.1.4.2) verification and C2SP signed-note checkpoints,
-written from the specifications with hashlib and `cryptography`'s Ed25519 — not the gateway's
-code, nor the client libraries'."""
+inclusion (§2.1.3.2) and consistency (§2.1.4.2) verification and C2SP signed-note checkpoints
+with Ed25519, written from the specifications with hashlib, base64 and `cryptography` — neither
+the gateway's Rust code nor the client libraries'. `test_transparency.py` checks it on trees it
+builds itself before it judges the gateway; `test_replicas.py` uses it too."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 
-class Refused(Exception):
-    pass
+
+class Rejected(Exception):
+    """A checkpoint or proof the verifier refuses."""
 
 
-def leaf_hash(line: bytes) -> bytes:
-    return hashlib.sha256(b"\x00" + line).digest()
+def leaf_hash(data: bytes) -> bytes:
+    return hashlib.sha256(b"\x00" + data).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
+def mth(leaf_hashes: list[bytes]) -> bytes:
+    """RFC 9162 §2.1.1 MTH over leaf hashes (the largest power of two < n splits)."""
+    n = len(leaf_hashes)
+    if n == 0:
+        return hashlib.sha256(b"").digest()
+    if n == 1:
+        return leaf_hashes[0]
+    k = 1 << ((n - 1).bit_length() - 1)
+    return node_hash(mth(leaf_hashes[:k]), mth(leaf_hashes[k:]))
+
+
+def root_of_lines(lines: list[bytes]) -> bytes:
+    return mth([leaf_hash(line) for line in lines])
+
+
 def root_from_inclusion(leaf: bytes, index: int, size: int, path: list[bytes]) -> bytes:
-    if index >= size:
-        raise Refused("index beyond the tree")
+    """RFC 9162 §2.1.3.2: the root that `path` proves leaf hash `leaf` at `index` under."""
+    if index >= size or index < 0:
+        raise Rejected("inclusion: leaf index outside the tree")
     fn, sn, r = index, size - 1, leaf
     for p in path:
         if sn == 0:
-            raise Refused("path too long")
+            raise Rejected("inclusion: proof too long")
         if fn & 1 or fn == sn:
             r = node_hash(p, r)
-            while not fn & 1 and fn:
-                fn, sn = fn >> 1, sn >> 1
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
         else:
             r = node_hash(r, p)
-        fn, sn = fn >> 1, sn >> 1
+        fn >>= 1
+        sn >>= 1
     if sn != 0:
-        raise Refused("path too short")
+        raise Rejected("inclusion: proof too short")
     return r
 
 
-def check_consistency(m: int, n: int, root1: bytes, root2: bytes, proof: list[bytes]) -> None:
-    if not 0 < m <= n:
-        raise Refused("sizes out of order")
-    if m == n:
-        if proof or root1 != root2:
-            raise Refused("same size, different trees")
+def verify_consistency_proof(first: int, second: int, first_hash: bytes, second_hash: bytes,
+                             path: list[bytes]) -> None:
+    """RFC 9162 §2.1.4.2 (with m == n: an empty proof between equal roots)."""
+    if not 1 <= first <= second:
+        raise Rejected(f"consistency: sizes {first} → {second}")
+    if first == second:
+        if path or first_hash != second_hash:
+            raise Rejected("consistency: equal sizes need an empty proof and equal roots")
         return
-    path = ([root1] if m & (m - 1) == 0 else []) + list(proof)
     if not path:
-        raise Refused("empty proof")
-    fn, sn = m - 1, n - 1
+        raise Rejected("consistency: empty proof")
+    if first & (first - 1) == 0:  # an exact power of two
+        path = [first_hash, *path]
+    fn, sn = first - 1, second - 1
     while fn & 1:
-        fn, sn = fn >> 1, sn >> 1
+        fn >>= 1
+        sn >>= 1
     fr = sr = path[0]
     for c in path[1:]:
         if sn == 0:
-            raise Refused("proof too long")
+            raise Rejected("consistency: proof too long")
         if fn & 1 or fn == sn:
-            fr, sr = node_hash(c, fr), node_hash(c, sr)
-            while not fn & 1 and fn:
-                fn, sn = fn >> 1, sn >> 1
+            fr = node_hash(c, fr)
+            sr = node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
         else:
             sr = node_hash(sr, c)
-        fn, sn = fn >> 1, sn >> 1
-    if fr != root1 or sr != root2 or sn != 0:
-        raise Refused("not a prefix")
+        fn >>= 1
+        sn >>= 1
+    if fr != first_hash or sr != second_hash or sn != 0:
+        raise Rejected("consistency: the old tree is not a prefix of the new one")
 
 
-def parse_vkey(vkey: str) -> tuple[str, bytes, bytes]:
-    """(name, 4-byte key id, 32-byte Ed25519 key) of `<name>+<hex id>+<base64(0x01||key)>`."""
-    name, key_id, material = vkey.strip().split("+", 2)
+@dataclass(frozen=True)
+class VKey:
+    name: str
+    key_id: bytes
+    public: bytes  # 32 bytes
+
+
+def key_id(name: str, public: bytes) -> bytes:
+    return hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]
+
+
+def parse_vkey(line: str) -> VKey:
+    name, hex_id, material = line.strip("\n").split("+", 2)
     raw = base64.b64decode(material, validate=True)
-    if raw[:1] != b"\x01" or len(raw) != 33:
-        raise Refused("not an Ed25519 verifier key")
-    want = hashlib.sha256(name.encode() + b"\n\x01" + raw[1:]).digest()[:4]
-    if bytes.fromhex(key_id) != want:
-        raise Refused("key id does not match the key")
-    return name, want, raw[1:]
+    if len(raw) != 33 or raw[0] != 0x01:
+        raise Rejected("malformed vkey: not an Ed25519 key")
+    if len(hex_id) != 8 or hex_id != hex_id.lower() or bytes.fromhex(hex_id) != key_id(name, raw[1:]):
+        raise Rejected("malformed vkey: the key id is not the key's")
+    return VKey(name, bytes.fromhex(hex_id), raw[1:])
 
 
-def check_checkpoint(note: str, vkey: str) -> tuple[str, int, bytes]:
-    """Verifies the note's signature by `vkey`; returns (origin, size, root)."""
-    name, key_id, key = parse_vkey(vkey)
-    text, sep, sigs = note.rpartition("\n\n")
-    if not sep or not note.endswith("\n"):
-        raise Refused("malformed note")
+@dataclass(frozen=True)
+class Checkpoint:
+    origin: str
+    size: int
+    root: bytes
+
+
+def verify_checkpoint(note: str, vkey: VKey) -> Checkpoint:
+    """A C2SP checkpoint signed by `vkey`: accepted iff a signature line of the key's name and id
+    verifies; other keys' lines are ignored, and a failing one of this key rejects the note."""
+    if any(ord(ch) < 0x20 and ch != "\n" for ch in note) or "\n\n" not in note:
+        raise Rejected("malformed note")
+    text, signatures = note.split("\n\n", 1)
     text += "\n"
-    ok = False
-    for line in sigs.rstrip("\n").split("\n"):
-        assert line.startswith("\u2014 "), line
-        signer, sig = line[2:].split(" ", 1)
-        blob = base64.b64decode(sig)
-        if signer != name or blob[:4] != key_id:
+    body = text.split("\n")[:-1]
+    if len(body) < 3 or any(not line for line in body):
+        raise Rejected("malformed checkpoint")
+    origin, size, root_b64 = body[:3]
+    if not size.isdigit() or (size != "0" and size.startswith("0")):
+        raise Rejected("malformed checkpoint size")
+    root = base64.b64decode(root_b64, validate=True)
+    if len(root) != 32 or base64.b64encode(root).decode() != root_b64:
+        raise Rejected("malformed root hash")
+    if origin != vkey.name:
+        raise Rejected("untrusted key: origin is not the key's name")
+    if not signatures.endswith("\n"):
+        raise Rejected("malformed signature block")
+    lines = signatures[:-1].split("\n")
+    if len(lines) > 16:
+        raise Rejected("malformed: too many signatures")
+    verified = False
+    for line in lines:
+        if not line.startswith("\u2014 "):
+            raise Rejected("malformed signature line")
+        name, blob = line[2:].rsplit(" ", 1)
+        raw = base64.b64decode(blob, validate=True)
+        if len(raw) < 5:
+            raise Rejected("malformed signature")
+        if name != vkey.name or raw[:4] != vkey.key_id:
             continue
         try:
-            Ed25519PublicKey.from_public_bytes(key).verify(blob[4:], text.encode())
-        except InvalidSignature as e:
-            raise Refused("bad signature") from e
-        ok = True
-    if not ok:
-        raise Refused("no signature of this key")
-    origin, size, root = text.rstrip("\n").split("\n")[:3]
-    if origin != name:
-        raise Refused("origin is not the key's name")
-    return origin, int(size), base64.b64decode(root)
+            Ed25519PublicKey.from_public_bytes(vkey.public).verify(raw[4:], text.encode())
+        except InvalidSignature:
+            raise Rejected("bad signature") from None
+        verified = True
+    if not verified:
+        raise Rejected("untrusted key: no signature by the key")
+    return Checkpoint(origin, int(size), root)
 
 
-def hashes(proof: dict) -> list[bytes]:
-    return [base64.b64decode(h) for h in proof["hashes"]]
+def verify_inclusion(line: bytes, proof: dict, note: str, vkey: VKey) -> Checkpoint:
+    cp = verify_checkpoint(note, vkey)
+    if cp.size != proof["tree_size"]:
+        raise Rejected("inclusion: the proof is for another tree size")
+    path = [b64(h) for h in proof["hashes"]]
+    if root_from_inclusion(leaf_hash(line.removesuffix(b"\n")), proof["leaf_index"], cp.size, path) != cp.root:
+        raise Rejected("inclusion: the root differs")
+    return cp
 
 
-def check_inclusion(line: bytes, proof: dict, note: str, vkey: str) -> None:
-    """`line` (an export line, newline stripped) is leaf `proof["leaf_index"]` of the signed tree."""
-    _, size, root = check_checkpoint(note, vkey)
-    if size != proof["tree_size"]:
-        raise Refused("proof and checkpoint sizes differ")
-    got = root_from_inclusion(leaf_hash(line.rstrip(b"\n")), proof["leaf_index"], size, hashes(proof))
-    if got != root:
-        raise Refused("not in the tree")
+def verify_consistency(old: str, new: str, proof: dict, vkey: VKey) -> None:
+    a, b = verify_checkpoint(old, vkey), verify_checkpoint(new, vkey)
+    if (proof["from"], proof["to"]) != (a.size, b.size):
+        raise Rejected("consistency: the proof is between other sizes")
+    verify_consistency_proof(a.size, b.size, a.root, b.root, [b64(h) for h in proof["hashes"]])
+
+
+def b64(text: str) -> bytes:
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) != 32:
+        raise Rejected("malformed hash")
+    return raw
+
+
+def sign_note(origin: str, size: int, root: bytes, seed: bytes) -> str:
+    """A checkpoint signed with the Ed25519 key of 32-byte `seed` (as the operator's key file)."""
+    key = Ed25519PrivateKey.from_private_bytes(seed)
+    public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    text = f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n"
+    blob = key_id(origin, public) + key.sign(text.encode())
+    return f"{text}\n\u2014 {origin} {base64.b64encode(blob).decode()}\n"
+
+
+def vkey_line(vkey: VKey) -> str:
+    return f"{vkey.name}+{vkey.key_id.hex()}+{base64.b64encode(bytes([1]) + vkey.public).decode()}"
+
+
+def rejects(f, *args) -> bool:
+    try:
+        f(*args)
+    except Rejected:
+        return True
+    return False
