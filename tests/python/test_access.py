@@ -362,6 +362,13 @@ def test_usage_is_attributed_to_the_actor(priced, keys):
         assert usage(a, team_id=team["id"], model="multilingual-e5-small")["total"]["requests"] == 1
         assert usage(a, team_id=team["id"], to="2020-01-01T00:00:00Z")["data"] == []
         assert a.get("/v1/admin/usage", params={"from": "last tuesday"}).status_code == 400
+        # Per UTC day in one call (the console's usage page: issue 49): today's rows say so.
+        today = int(time.time()) // 86400 * 86400
+        daily = usage(a, team_id=team["id"], group_by="day")
+        assert {r["day"] for r in daily["data"]} == {today} and daily["total"] == usage(a, team_id=team["id"])["total"]
+        assert all("day" not in r for r in rows)
+        r = a.get("/v1/admin/usage", params={"group_by": "week"})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "group_by", r.text
 
 
 def test_teams_keys_usage_and_budgets_survive_a_restart(sim, keys, tmp_path):

@@ -1,5 +1,5 @@
 //! `GET /v1/admin/usage` (admin, or an auditor for its own team): requests, tokens and spend per
-//! key, model and actor, filtered by team, key, model and time. Pending charges are flushed
+//! key, model and actor (and UTC day with `group_by=day`), filtered by team, key, model and time. Pending charges are flushed
 //! first, so a request that completed before this call is in the answer.
 
 use std::sync::Arc;
@@ -27,6 +27,8 @@ pub struct UsageQuery {
     model: Option<String>,
     from: Option<String>,
     to: Option<String>,
+    /// `day`: each row also per UTC day (`day`, Unix seconds of its start).
+    group_by: Option<String>,
 }
 
 pub async fn usage(
@@ -46,7 +48,18 @@ pub async fn usage(
             _ => team_id = Some(TeamId(principal.team_id.clone())),
         }
     }
+    let by_day = match q.group_by.as_deref() {
+        None => false,
+        Some("day") => true,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "group_by",
+                "`group_by` must be `day` (rows per key, model and actor, each UTC day apart).",
+            ));
+        }
+    };
     let filter = UsageFilter {
+        by_day,
         team_id,
         key_id: q.key_id.map(KeyId),
         model: q.model,
@@ -71,7 +84,7 @@ pub async fn usage(
             tin += r.tokens_in;
             tout += r.tokens_out;
             spend += r.spend;
-            json!({
+            let mut row = json!({
                 "team_id": r.team_id.0,
                 "key_id": r.key_id.0,
                 "model": r.model,
@@ -80,7 +93,11 @@ pub async fn usage(
                 "tokens_in": r.tokens_in,
                 "tokens_out": r.tokens_out,
                 "spend": units(r.spend),
-            })
+            });
+            if let Some(day) = r.day {
+                row["day"] = json!(day / 1000);
+            }
+            row
         })
         .collect();
     Ok(Json(json!({

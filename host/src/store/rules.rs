@@ -160,6 +160,16 @@ pub(crate) enum UsageArg<'a> {
     Time(&'a UnixMillis),
 }
 
+/// The usage query's day column and the extra grouping it needs: the UTC day's start in Unix ms
+/// (`at` is Unix ms, so integer division) with [`UsageFilter::by_day`], else NULL.
+pub(crate) fn usage_day(f: &UsageFilter) -> (&'static str, &'static str) {
+    if f.by_day {
+        ("((at / 86400000) * 86400000)", ", 9")
+    } else {
+        ("NULL", "")
+    }
+}
+
 /// The `WHERE` clause of a usage query with only the filters given (empty when none), its
 /// placeholders numbered after `mark` (`?` for SQLite, `$` for PostgreSQL), and the values they
 /// bind in order. A catch-all `(?1 IS NULL OR team_id = ?1)` kept both stores off the team and

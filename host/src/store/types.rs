@@ -212,9 +212,11 @@ pub struct UsageFilter {
     pub model: Option<String>,
     pub from: Option<UnixMillis>,
     pub to: Option<UnixMillis>,
+    /// Also per UTC day ([`UsageRow::day`]).
+    pub by_day: bool,
 }
 
-/// Usage summed per key, model and actor.
+/// Usage summed per key, model and actor (and UTC day, when asked).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageRow {
     pub team_id: TeamId,
@@ -225,6 +227,8 @@ pub struct UsageRow {
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub spend: Micros,
+    /// The UTC day's start (Unix ms) with [`UsageFilter::by_day`].
+    pub day: Option<UnixMillis>,
 }
 
 /// What a budget belongs to: a team, or one key.

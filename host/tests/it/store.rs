@@ -409,6 +409,36 @@ async fn usage_is_summed_per_key_model_and_actor_with_filters(backend: Backend) 
     let rows = s.usage(window).await.unwrap();
     let requests: u64 = rows.iter().map(|r| r.requests).sum();
     assert_eq!(requests, 2, "from is inclusive, to exclusive");
+    assert!(rows.iter().all(|r| r.day.is_none()));
+
+    // Per UTC day too (issue 49: the console's usage page, one query for a month): the next
+    // day's usage of the same key, model and actor is a row of its own.
+    const DAY_MS: i64 = 86_400_000;
+    s.record_usage(usage(&t1, &k1, "alice", "jais", T0 + DAY_MS))
+        .await
+        .unwrap();
+    let daily = s
+        .usage(UsageFilter {
+            by_day: true,
+            ..jais_of(&t1)
+        })
+        .await
+        .unwrap();
+    let days: Vec<(Option<i64>, u64)> = daily
+        .iter()
+        .filter(|r| r.actor == "alice")
+        .map(|r| (r.day, r.requests))
+        .collect();
+    let today = T0 / DAY_MS * DAY_MS;
+    assert_eq!(days, [(Some(today), 2), (Some(today + DAY_MS), 1)]);
+}
+
+fn jais_of(team: &TeamId) -> UsageFilter {
+    UsageFilter {
+        team_id: Some(team.clone()),
+        model: Some("jais".into()),
+        ..UsageFilter::default()
+    }
 }
 
 /// Issue 4: "Restart the gateway: teams, keys, usage and remaining budgets survive" — at the

@@ -6,7 +6,9 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use super::execute;
-use crate::store::rules::{UsageArg, check_not_negative, i64_of, spend_by_scope, usage_conditions};
+use crate::store::rules::{
+    UsageArg, check_not_negative, i64_of, spend_by_scope, usage_conditions, usage_day,
+};
 use crate::store::{KeyId, Micros, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 /// A batch of usage rows as the statements' column arrays.
@@ -132,14 +134,15 @@ pub(super) async fn query<C: GenericClient>(c: &C, f: &UsageFilter) -> StoreResu
             }
         })
         .collect();
+    let (day, by_day) = usage_day(f);
     let rows = super::query(
         c,
         &format!(
             "SELECT team_id, key_id, model, actor, COUNT(*), SUM(tokens_in)::BIGINT,
-                    SUM(tokens_out)::BIGINT, SUM(spend_micros)::BIGINT
+                    SUM(tokens_out)::BIGINT, SUM(spend_micros)::BIGINT, {day}::BIGINT
              FROM usage {filtered}
-             GROUP BY team_id, key_id, model, actor
-             ORDER BY key_id, model, actor"
+             GROUP BY team_id, key_id, model, actor{by_day}
+             ORDER BY 9, key_id, model, actor"
         ),
         &args,
     )
@@ -155,6 +158,7 @@ pub(super) async fn query<C: GenericClient>(c: &C, f: &UsageFilter) -> StoreResu
                 tokens_in: count(r.try_get(5)?),
                 tokens_out: count(r.try_get(6)?),
                 spend: r.try_get(7)?,
+                day: r.try_get(8)?,
             })
         })
         .collect()

@@ -3,7 +3,9 @@
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::i64_of;
-use crate::store::rules::{UsageArg, check_not_negative, spend_by_scope, usage_conditions};
+use crate::store::rules::{
+    UsageArg, check_not_negative, spend_by_scope, usage_conditions, usage_day,
+};
 use crate::store::{KeyId, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
@@ -127,6 +129,7 @@ pub(super) fn query(conn: &Connection, f: &UsageFilter) -> StoreResult<Vec<Usage
             tokens_in: count(r.get(5)?),
             tokens_out: count(r.get(6)?),
             spend: r.get(7)?,
+            day: r.get(8)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -135,12 +138,13 @@ pub(super) fn query(conn: &Connection, f: &UsageFilter) -> StoreResult<Vec<Usage
 /// The usage query with only the filters given (`rules::usage_conditions`).
 fn statement(f: &UsageFilter) -> (String, Vec<&dyn rusqlite::ToSql>) {
     let (filtered, args) = usage_conditions(f, '?');
+    let (day, by_day) = usage_day(f);
     let sql = format!(
         "SELECT team_id, key_id, model, actor, COUNT(*), SUM(tokens_in), SUM(tokens_out),
-                SUM(spend_micros)
+                SUM(spend_micros), {day}
          FROM usage {filtered}
-         GROUP BY team_id, key_id, model, actor
-         ORDER BY key_id, model, actor"
+         GROUP BY team_id, key_id, model, actor{by_day}
+         ORDER BY 9, key_id, model, actor"
     );
     let args = args
         .into_iter()
