@@ -295,7 +295,34 @@ def test_a_walk_ends_at_the_head_its_first_page_saw(jgw, team_keys):
     assert logs(gw, admin, limit=1000).json()["data"][-1]["seq"] > head + len(seen)
 
 
+def test_newest_first_pages_walk_the_journal_backwards(jgw, team_keys):
+    """`order: desc` (issue 49: the console opens the journal at the newest entry, the Policies
+    panel reads the latest routed requests): the same entries, newest first, across segments,
+    filtered, bounded by the head at the first page."""
+    gw, _ = jgw
+    admin, member = team_keys[0]["admin"], team_keys[0]["member"]
+    with api(gw, member) as m:
+        for _ in range(5):
+            assert m.post("/v1/chat/completions", json={"model": "jais-30b-chat", "messages": HI}).status_code == 200
+    oldest = logs(gw, admin, limit=1000).json()["data"]
+    head = oldest[-1]["seq"] + 1  # that read's own entry
+    seen, cursor = [], None
+    while True:
+        page = logs(gw, admin, order="desc", limit=3, **({"cursor": cursor} if cursor else {})).json()
+        seen += [e["seq"] for e in page["data"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen[0] >= head and seen == list(range(seen[0], 0, -1)), seen[:10]
+    chats = [e["seq"] for e in logs(gw, admin, order="desc", action="chat.completions", limit=4).json()["data"]]
+    assert chats == sorted(chats, reverse=True) and len(chats) == 4
+    assert chats == [e["seq"] for e in oldest if e["action"] == "chat.completions"][::-1][:4]
+    exported = [json.loads(line)["seq"] for line in logs(gw, admin, format="jsonl", order="desc", limit=3).text.splitlines()]
+    assert len(exported) == 3 and exported == list(range(exported[0], exported[0] - 3, -1)) and exported[0] > seen[0]
+
+
 @pytest.mark.parametrize("query, param", [
+    ({"order": "newest"}, "order"),
     ({"status": "fine"}, "status"),
     ({"from": "yesterday"}, "from"),
     ({"to": "2026-13-01T00:00:00Z"}, "to"),

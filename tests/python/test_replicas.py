@@ -609,6 +609,16 @@ def test_activity_logs_on_any_replica_answer_for_all_and_verification_walks_ever
                     break
             assert cursor is None, f"the walk did not end after {len(walked)} pages"
             assert len(walked) == len(set(walked)) and set(ids.values()) <= {r for r, _ in walked}
+            # Newest first, one at a time across replicas: the same chat entries, reversed.
+            newest, cursor = [], None
+            while True:
+                page = a.post("/v1/activity/logs", json={"action": "chat.completions", "limit": 1, "order": "desc",
+                                                         **({"cursor": cursor} if cursor else {})}).json()
+                newest += [e["request_id"] for e in page["data"]]
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+            assert newest == seen[::-1], (newest, seen)
             csv_text = a.post("/v1/activity/logs", json={"format": "csv", "replica": "replica-1"}).text
             assert csv_text.splitlines()[0].endswith(",replica") and "replica-1" in csv_text.splitlines()[1]
             # Verification: this replica's files, and every replica's indexed chain.

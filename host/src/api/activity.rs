@@ -8,6 +8,7 @@
 //! chain. This replica's own entries are copied there first, so a client reads its own writes.
 
 mod cursor;
+mod export;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,14 +17,12 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
-use futures_util::StreamExt as _;
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::access::Principal;
-use crate::journal::query::{Filter, Hit, query};
+use crate::journal::query::{Filter, Hit, query, query_desc};
 use crate::journal::{JournalError, Record, Status, format_utc, parse_iso8601};
 use crate::server::body;
 use crate::server::error::ApiError;
@@ -56,6 +55,8 @@ struct LogsRequest {
     limit: Option<u64>,
     cursor: Option<String>,
     format: Option<String>,
+    /// `asc` (oldest first, the default) or `desc` (newest first).
+    order: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +108,15 @@ pub async fn logs(
         .map_err(|e| ApiError::bad_request(format!("Invalid activity-log query: {e}.")))?;
     let replica = request.replica.clone();
     let shared = app.replicated();
-    let (mut filter, cursor, limit, format) = parse(request, Cursor::start(&app, shared))?;
+    let Parsed {
+        mut filter,
+        cursor,
+        limit,
+        format,
+        descending,
+    } = parse(request, |descending| {
+        Cursor::start(&app, shared, descending)
+    })?;
     if let Some(team) = own_team {
         match &filter.team_id {
             Some(asked) if *asked != team => {
@@ -139,6 +148,7 @@ pub async fn logs(
     let reader = Reader {
         source: Arc::new(source),
         filter: Arc::new(filter),
+        descending,
     };
     match format {
         Format::Json => {
@@ -161,12 +171,24 @@ pub async fn logs(
             }))
             .into_response())
         }
-        Format::Jsonl | Format::Csv => Ok(export(reader, cursor, limit, format)),
+        Format::Jsonl | Format::Csv => Ok(export::export(reader, cursor, limit, format)),
     }
 }
 
-/// The request's filters, checked: 400 naming the parameter on anything malformed.
-fn parse(r: LogsRequest, start: Cursor) -> Result<(Filter, Cursor, usize, Format), ApiError> {
+/// A request, checked.
+#[derive(Debug)]
+struct Parsed {
+    filter: Filter,
+    cursor: Cursor,
+    limit: usize,
+    format: Format,
+    /// Newest first.
+    descending: bool,
+}
+
+/// The request's filters, checked: 400 naming the parameter on anything malformed. `start` is
+/// where a walk in that order begins (newest first: at the head).
+fn parse(r: LogsRequest, start: impl FnOnce(bool) -> Cursor) -> Result<Parsed, ApiError> {
     let time = |param: &str, v: Option<String>| -> Result<Option<String>, ApiError> {
         v.map(|t| {
             parse_iso8601(&t).map(format_utc).ok_or_else(|| {
@@ -224,6 +246,12 @@ fn parse(r: LogsRequest, start: Cursor) -> Result<(Filter, Cursor, usize, Format
             "`cursor` must be a `next_cursor` from an earlier page.",
         )
     };
+    let descending = match r.order.as_deref() {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => return Err(ApiError::invalid("order", "`order` must be asc or desc.")),
+    };
+    let start = start(descending);
     let cursor = match r.cursor {
         None => start,
         Some(c) => Cursor::parse(&c, start).ok_or_else(bad_cursor)?,
@@ -238,7 +266,13 @@ fn parse(r: LogsRequest, start: Cursor) -> Result<(Filter, Cursor, usize, Format
         action: r.action,
         request_id: r.request_id,
     };
-    Ok((filter, cursor, limit, format))
+    Ok(Parsed {
+        filter,
+        cursor,
+        limit,
+        format,
+        descending,
+    })
 }
 
 enum Source {
@@ -258,6 +292,7 @@ enum Source {
 struct Reader {
     source: Arc<Source>,
     filter: Arc<Filter>,
+    descending: bool,
 }
 
 /// A page: each entry with the replica whose chain it is in, and where to continue.
@@ -284,8 +319,14 @@ impl Reader {
                     Cursor::Seq { next, head } => (next, head),
                     Cursor::After { .. } => (1, u64::MAX), // not made for this source
                 };
+                let descending = self.descending;
                 let page = tokio::task::spawn_blocking(move || {
-                    query(&dir, &id, &filter, next, head, limit, budget)
+                    if descending {
+                        // Newest first: `next` is the highest seq still to read.
+                        query_desc(&dir, &id, &filter, next.min(head), limit, budget)
+                    } else {
+                        query(&dir, &id, &filter, next, head, limit, budget)
+                    }
                 })
                 .await
                 .map_err(ApiError::journal_unreadable)?
@@ -332,6 +373,7 @@ impl Reader {
             let rows = store
                 .journal_rows(JournalScan {
                     after: after.clone(),
+                    descending: self.descending,
                     team_id: self.filter.team_id.clone(),
                     replica: replica.clone(),
                     from: self.filter.from.clone(),
@@ -369,99 +411,6 @@ impl Reader {
     }
 }
 
-/// A `jsonl` or `csv` body produced a chunk at a time as the client reads it (bounded memory
-/// whatever the export's size). A read error mid-way ends the body early (the client sees a
-/// truncated transfer, never a silently short one: the connection is reset).
-fn export(reader: Reader, cursor: Cursor, limit: usize, format: Format) -> Response {
-    let head = (format == Format::Csv).then(|| Bytes::from_static(CSV_HEADER.as_bytes()));
-    // `Some(cursor)`: more to read from there.
-    let state = (reader, Some(cursor), limit);
-    let rows = futures_util::stream::unfold(state, move |(reader, next, left)| async move {
-        let from = next?;
-        if left == 0 {
-            return None;
-        }
-        let chunk = left.min(EXPORT_CHUNK);
-        match reader.page(from, chunk, SCAN_BUDGET).await {
-            Ok(page) => {
-                let mut out = Vec::with_capacity(page.entries.len() * 600);
-                for (replica, hit) in &page.entries {
-                    match format {
-                        Format::Csv => csv_row(&mut out, &hit.record, replica),
-                        // The line as the chain holds it, byte for byte: verifiable as is, and
-                        // the leaf of the transparency log.
-                        _ => {
-                            out.extend_from_slice(&hit.line);
-                            out.push(b'\n');
-                        }
-                    }
-                }
-                let left = left - page.entries.len();
-                Some((
-                    Ok::<_, std::io::Error>(Bytes::from(out)),
-                    (reader, page.next, left),
-                ))
-            }
-            Err(e) => Some((Err(std::io::Error::other(e.message)), (reader, None, 0))),
-        }
-    });
-    let body = futures_util::stream::iter(head.map(Ok)).chain(rows);
-    let content_type = match format {
-        Format::Csv => "text/csv; charset=utf-8",
-        _ => "application/x-ndjson",
-    };
-    (
-        [(header::CONTENT_TYPE, content_type)],
-        Body::from_stream(body),
-    )
-        .into_response()
-}
-
-const CSV_HEADER: &str = "seq,timestamp,request_id,actor_id,team_id,key_id,action,model,prompt_hash,routing_policy,residency_boundary,status,prompt_tokens,completion_tokens,latency_us,prev_hash,journal_hash,auth,cert_sha256,replica\r\n";
-
-/// One RFC 4180 row (fields quoted when they hold `,`, `"`, CR or LF; null is empty).
-fn csv_row(out: &mut Vec<u8>, r: &Record, replica: &str) {
-    let e = &r.entry;
-    let num = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
-    // `auth` and `cert_sha256` (issue 16), then `replica` (issue 17) come last, so older
-    // readers' columns keep their place.
-    let fields: [&str; 20] = [
-        &e.seq.to_string(),
-        &e.timestamp,
-        &e.request_id,
-        &e.actor_id,
-        &e.team_id,
-        &e.key_id,
-        &e.action,
-        e.model.as_deref().unwrap_or(""),
-        e.prompt_hash.as_deref().unwrap_or(""),
-        e.routing_policy.as_deref().unwrap_or(""),
-        e.residency_boundary.as_deref().unwrap_or(""),
-        e.status.as_str(),
-        &num(e.prompt_tokens),
-        &num(e.completion_tokens),
-        &e.latency_us.to_string(),
-        &e.prev_hash,
-        &r.journal_hash,
-        e.auth.as_deref().unwrap_or(""),
-        e.cert_sha256.as_deref().unwrap_or(""),
-        replica,
-    ];
-    for (i, f) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        if f.contains([',', '"', '\r', '\n']) {
-            out.push(b'"');
-            out.extend_from_slice(f.replace('"', "\"\"").as_bytes());
-            out.push(b'"');
-        } else {
-            out.extend_from_slice(f.as_bytes());
-        }
-    }
-    out.extend_from_slice(b"\r\n");
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
@@ -475,17 +424,24 @@ mod tests {
 
     #[test]
     fn filters_are_parsed_and_times_normalised() {
-        let (f, cursor, limit, format) = parse(
+        let Parsed {
+            filter: f,
+            cursor,
+            limit,
+            format,
+            descending,
+        } = parse(
             request(json!({
                 "from": "2026-11-23T00:30:00+03:00", "to": "2026-11-23", "status": "rejected",
                 "cursor": "42", "format": "csv", "model": "m"
             })),
-            LOCAL,
+            |_| LOCAL,
         )
         .unwrap();
         assert_eq!(f.from.as_deref(), Some("2026-11-22T21:30:00.000Z"));
         assert_eq!(f.to.as_deref(), Some("2026-11-23T00:00:00.000Z"));
         assert_eq!(f.status, Some(Status::Rejected));
+        assert!(!descending);
         assert_eq!(
             (cursor, limit, format),
             (
@@ -497,8 +453,21 @@ mod tests {
                 Format::Csv
             )
         );
-        let (_, cursor, limit, format) = parse(request(json!({})), LOCAL).unwrap();
-        assert_eq!((cursor, limit, format), (LOCAL, DEFAULT_PAGE, Format::Json));
+        let p = parse(request(json!({})), |_| LOCAL).unwrap();
+        assert_eq!(
+            (p.cursor, p.limit, p.format),
+            (LOCAL, DEFAULT_PAGE, Format::Json)
+        );
+        // Newest first starts where `start` says for that order (the head).
+        let top = Cursor::Seq {
+            next: 500,
+            head: 500,
+        };
+        let p = parse(request(json!({"order": "desc"})), |desc| {
+            if desc { top.clone() } else { LOCAL }
+        })
+        .unwrap();
+        assert!(p.descending && p.cursor == top);
     }
 
     #[test]
@@ -510,24 +479,17 @@ mod tests {
             (json!({"limit": 1001}), "limit"),
             (json!({"cursor": "0"}), "cursor"),
             (json!({"format": "xml"}), "format"),
+            (json!({"order": "newest"}), "order"),
         ] {
-            let e = parse(request(body.clone()), LOCAL).err().unwrap();
+            let e = parse(request(body.clone()), |_| LOCAL).err().unwrap();
             assert_eq!(e.status, StatusCode::BAD_REQUEST, "{body}");
             assert_eq!(e.param.as_deref(), Some(param), "{body}");
         }
-        assert!(parse(request(json!({"format": "jsonl", "limit": 5000})), LOCAL).is_ok());
-    }
-
-    #[test]
-    fn csv_rows_quote_what_needs_quoting() {
-        let line = br#"{"action":"chat.completions","actor_id":"a, \"b\"\nc","completion_tokens":null,"journal_hash":"sha256:j","key_id":"k","latency_us":7,"model":null,"prev_hash":"sha256:p","prompt_hash":null,"prompt_tokens":3,"request_id":"req-1","residency_boundary":"eu","routing_policy":null,"seq":1,"status":"success","team_id":"t","timestamp":"2026-11-22T21:31:47.123Z"}"#;
-        let record = Record::parse(line).unwrap();
-        let mut out = Vec::new();
-        csv_row(&mut out, &record, "gw-1");
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "1,2026-11-22T21:31:47.123Z,req-1,\"a, \"\"b\"\"\nc\",t,k,chat.completions,,,,eu,success,3,,7,sha256:p,sha256:j,,,gw-1\r\n"
+        assert!(
+            parse(request(json!({"format": "jsonl", "limit": 5000})), |_| {
+                LOCAL
+            })
+            .is_ok()
         );
-        assert_eq!(CSV_HEADER.split(',').count(), 20);
     }
 }

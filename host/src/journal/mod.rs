@@ -4,6 +4,7 @@
 //! [`retention`] behind a signed anchor. Format and guarantees: docs/JOURNAL.md. The request path
 //! appends through `pipeline::audit`.
 
+mod backward;
 mod canonical;
 mod checkpoint;
 mod entry;

@@ -14,6 +14,9 @@ use super::entry::{Record, Status};
 use super::seek::{line_before, seq_of};
 use super::segment::{list_dir, next_line};
 
+/// Newest first (`order: desc`).
+pub use super::backward::query_desc;
+
 /// Every field set must match exactly; `from` (inclusive) and `to` (exclusive) compare the
 /// entries' timestamps, which are fixed-width ISO 8601 UTC and so order as strings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,7 +179,7 @@ impl Read for Counted {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
     use std::time::SystemTime;
 
@@ -185,7 +188,7 @@ mod tests {
     use crate::journal::segment::segment_file_name;
 
     /// Segments of `per` entries each holding seqs 1..=n, written as the writer would.
-    fn chain(dir: &Path, n: u64, per: u64) {
+    pub(in crate::journal) fn chain(dir: &Path, n: u64, per: u64) {
         let mut prev = GENESIS_HASH.to_string();
         let mut out = Vec::new();
         for seq in 1..=n {

@@ -23,11 +23,14 @@ pub struct TlogHead {
     pub note: String,
 }
 
-/// A page of rows in (timestamp, replica, seq) order after `after`, narrowed by the indexed
-/// fields; the caller applies the rest of its filter to the lines.
+/// A page of rows in (timestamp, replica, seq) order after `after` (with `descending`: in the
+/// reverse order, before it), narrowed by the indexed fields; the caller applies the rest of its
+/// filter to the lines.
 #[derive(Debug, Clone, Default)]
 pub struct JournalScan {
     pub after: Option<(String, String, i64)>,
+    /// Newest first: rows before `after`.
+    pub descending: bool,
     pub team_id: Option<String>,
     pub replica: Option<String>,
     /// Inclusive, ISO 8601 UTC as the journal writes it.

@@ -9,7 +9,8 @@ use crate::state::AppState;
 /// would chase its own tail). docs/OPERATIONS.md, "Walking the journal".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Cursor {
-    /// This replica's chain: the seq to read next, and the head when the walk began.
+    /// This replica's chain: the seq to read next (newest first: the highest still to read), and
+    /// the head when the walk began.
     Seq { next: u64, head: u64 },
     /// The shared index: (timestamp, replica, seq) of the last row looked at, if any, and the
     /// walk's bound, the time its first page was read (rows before it, exclusive).
@@ -21,8 +22,9 @@ pub(super) enum Cursor {
 
 impl Cursor {
     /// Where a walk starts: the head now (replicas: the time now, 1 ms on so that what is
-    /// already in the index is inside the bound).
-    pub(super) fn start(app: &AppState, shared: bool) -> Cursor {
+    /// already in the index is inside the bound); oldest first from seq 1, newest first from the
+    /// head itself.
+    pub(super) fn start(app: &AppState, shared: bool, descending: bool) -> Cursor {
         if shared {
             let now = std::time::SystemTime::now() + std::time::Duration::from_millis(1);
             Cursor::After {
@@ -31,7 +33,8 @@ impl Cursor {
             }
         } else {
             let head = app.0.journal.as_ref().map_or(0, |j| j.durable_seq());
-            Cursor::Seq { next: 1, head }
+            let next = if descending { head.max(1) } else { 1 };
+            Cursor::Seq { next, head }
         }
     }
 

@@ -54,9 +54,14 @@ pub(super) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<
 pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResult<Vec<JournalRow>> {
     let limit = i64::from(s.limit.max(1));
     let mut f = Filters::default();
+    let (past, order) = if s.descending {
+        ("<", "timestamp DESC, replica DESC, seq DESC")
+    } else {
+        (">", "timestamp, replica, seq")
+    };
     if let Some((ts, replica, seq)) = &s.after {
         let after = format!(
-            "(timestamp, replica, seq) > ({}, {}, {})",
+            "(timestamp, replica, seq) {past} ({}, {}, {})",
             f.bind(ts),
             f.bind(replica),
             f.bind(seq)
@@ -69,7 +74,7 @@ pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResul
     f.given("timestamp <", s.to.as_ref());
     let sql = format!(
         "SELECT replica, seq, timestamp, team_id, line FROM journal_entries {}
-         ORDER BY timestamp, replica, seq LIMIT {}",
+         ORDER BY {order} LIMIT {}",
         f.where_clause(),
         f.bind(&limit)
     );

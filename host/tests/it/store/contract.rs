@@ -443,22 +443,33 @@ async fn journal_pages_narrow_by_every_filter_combination(backend: Backend) {
     all.sort_by(|a, b| (&a.timestamp, &a.replica, a.seq).cmp(&(&b.timestamp, &b.replica, b.seq)));
     let cursor = ("2026-11-27T00:00:02.000Z".to_string(), "r1".to_string(), 4);
     let pick = |bit: u32, v: &str| (bit != 0).then(|| v.to_string());
-    for combo in 0..32_u32 {
+    for combo in 0..64_u32 {
+        let descending = combo & 32 != 0;
         let scan = JournalScan {
             after: (combo & 1 != 0).then(|| cursor.clone()),
+            descending,
             team_id: pick(combo & 2, "acme"),
             replica: pick(combo & 4, "r2"),
             from: pick(combo & 8, "2026-11-27T00:00:01.000Z"),
             to: pick(combo & 16, "2026-11-27T00:00:05.000Z"),
             limit: 7,
         };
-        let expected: Vec<&str> = all
-            .iter()
+        let ordered: Vec<&JournalRow> = if descending {
+            all.iter().rev().collect()
+        } else {
+            all.iter().collect()
+        };
+        let expected: Vec<&str> = ordered
+            .into_iter()
             .filter(|r| {
-                scan.after
-                    .as_ref()
-                    .is_none_or(|(t, rep, q)| (&r.timestamp, &r.replica, r.seq) > (t, rep, *q))
-                    && scan.team_id.as_ref().is_none_or(|t| &r.team_id == t)
+                scan.after.as_ref().is_none_or(|(t, rep, q)| {
+                    let key = (&r.timestamp, &r.replica, r.seq);
+                    if descending {
+                        key < (t, rep, *q)
+                    } else {
+                        key > (t, rep, *q)
+                    }
+                }) && scan.team_id.as_ref().is_none_or(|t| &r.team_id == t)
                     && scan.replica.as_ref().is_none_or(|rep| &r.replica == rep)
                     && scan.from.as_ref().is_none_or(|f| &r.timestamp >= f)
                     && scan.to.as_ref().is_none_or(|t| &r.timestamp < t)
