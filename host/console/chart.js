@@ -2,6 +2,8 @@
 // series) and a budget-burn bar with its thresholds marked. Colours come from CSS classes (s0…s7),
 // so the CSP needs no inline styles.
 
+import { text } from './ui.js';
+
 const NS = 'http://www.w3.org/2000/svg';
 
 function el(tag, attrs = {}, text) {
@@ -77,11 +79,9 @@ export function burnChart({ title, spent, reserved = 0, limit, thresholds = [50,
     svg.append(el('text', { x: x(v), y: 50, 'text-anchor': 'middle' }, `${t}%`));
   }
   const pct = limit > 0 ? ((100 * spent) / limit).toFixed(1) : '—';
-  // The name (user text) in its own direction; the figures after it left to right.
-  const name = document.createElement('span');
-  name.className = 'burn-name';
-  name.setAttribute('dir', 'auto');
-  name.textContent = title;
+  // The name (user text) in its own direction, its bidi controls shown; the figures after it
+  // left to right.
+  const name = text(title, '.burn-name');
   const figures = `${+spent.toPrecision(3)} of ${limit} ${currency} spent (${pct}%)${reserved > 0 ? `, ${+reserved.toPrecision(3)} reserved` : ''}`;
   return figure([name, ' — ', figures], svg, []);
 }

@@ -32,8 +32,19 @@ function append(el, children) {
   }
 }
 
-/** User text (names, ids, prompts): its own direction. */
-export const text = (value, cls = '') => h(`span${cls}`, { dir: 'auto' }, value ?? '—');
+// Bidirectional embedding, override and isolate controls (LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI,
+// PDI): inside a name they reorder what follows ("\u202Eevil" shows as "live"), so they are shown
+// as visible marks instead of being obeyed.
+const BIDI_CONTROLS = /([\u202A-\u202E\u2066-\u2069])/;
+
+/** User text (names, ids, prompts): isolated in its own direction (`dir="auto"`, which the
+ * browser isolates from its neighbours), its bidirectional controls shown, never obeyed. */
+export const text = (value, cls = '') => {
+  const parts = String(value ?? '—').split(BIDI_CONTROLS).filter((p) => p !== '').map((p) => (BIDI_CONTROLS.test(p)
+    ? h('span.bidi-control', { title: 'A bidirectional control character, shown instead of obeyed' }, `U+${p.codePointAt(0).toString(16).toUpperCase()}`)
+    : p));
+  return h(`span${cls}`, { dir: 'auto' }, parts);
+};
 
 /** A table: columns [{title, cell(row) → Node|string}], one row per item. */
 export function table(columns, rows, { onRow, empty = 'Nothing yet.', id } = {}) {

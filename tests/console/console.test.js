@@ -46,6 +46,33 @@ function direction(p, selector, text) {
   return p.locator(selector, { hasText: text }).first().evaluate((el) => getComputedStyle(el).direction);
 }
 
+/** A page of the console loaded afresh (going to the address it is already on would not). */
+async function open(p, route) {
+  await p.goto(`${gw.url}/console/#/${route}`);
+  await p.reload();
+}
+
+/** The API from the signed-in page, as the console itself calls it. */
+function api(p, method, path, body) {
+  return p.evaluate(async ([m, u, b]) => {
+    const r = await fetch(u, {
+      method: m,
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('sovereign.console.key')}`, 'Content-Type': 'application/json' },
+      body: b === undefined ? undefined : JSON.stringify(b),
+    });
+    return r.json();
+  }, [method, path, body]);
+}
+
+/** Requests the page sends whose path starts with `prefix`, while `fn` runs. */
+async function requestsDuring(p, prefix, fn) {
+  const seen = [];
+  const listen = (r) => { const u = new URL(r.url()); if (u.pathname.startsWith(prefix)) seen.push({ method: r.method(), url: u, body: r.postData() }); };
+  p.on('request', listen);
+  try { await fn(); } finally { p.off('request', listen); }
+  return seen;
+}
+
 function sdk(key) {
   return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000 });
 }
@@ -138,6 +165,43 @@ describe('console', () => {
     );
   });
 
+  test('a team name with a right-to-left override renders in order, the control shown (issue 49)', async () => {
+    const evil = await api(page, 'POST', '/v1/admin/teams', { name: '\u202Eevil', plan: 'enterprise' });
+    await open(page, 'teams');
+    const cell = page.locator('#teams-table tr', { hasText: evil.id }).locator('.team-name');
+    await cell.waitFor(WAIT);
+    assert.equal(await cell.locator('.bidi-control').innerText(), 'U+202E');
+    // "evil" reads e, v, i, l from left to right: the override is not obeyed.
+    const order = await cell.evaluate((el) => {
+      const node = [...el.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.textContent === 'evil');
+      return [0, 3].map((i) => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1); return r.getBoundingClientRect().left; });
+    });
+    assert.ok(order[0] < order[1], `e at ${order[0]}, l at ${order[1]}`);
+  });
+
+  test('key rotation asks first and offers the grace period (issue 49)', async () => {
+    const made = await api(page, 'POST', '/v1/admin/keys', { team_id: teamId, role: 'member', name: 'rotate-me' });
+    await open(page, 'teams');
+    const row = page.locator('#keys-table tr', { hasText: 'rotate-me' });
+    await row.waitFor(WAIT);
+    const first = await requestsDuring(page, '/v1/admin/keys/', async () => {
+      await row.locator('button[data-action=rotate]').click();
+      await row.locator('input[name=grace_seconds]').waitFor(WAIT);
+    });
+    assert.equal(first.length, 0, 'one click rotates nothing');
+    await row.locator('input[name=grace_seconds]').fill('600');
+    const sent = await requestsDuring(page, '/v1/admin/keys/', async () => {
+      await row.locator('button[data-action=confirm-rotate]').click();
+      await page.locator('#new-secret').waitFor(WAIT);
+    });
+    assert.deepEqual(sent.filter((r) => r.method === 'POST').map((r) => [r.url.pathname, JSON.parse(r.body)]),
+      [[`/v1/admin/keys/${made.id}/rotate`, { grace_seconds: 600 }]]);
+    await page.locator('.secret', { hasText: 'The old key keeps working until' }).waitFor(WAIT);
+    await page.locator('#keys-table tr', { hasText: made.id }).locator('.badge.rotating').waitFor(WAIT);
+    const old = await sdk(made.key).models.list();
+    assert.ok(old.data.length > 0, 'the old key works during its grace');
+  });
+
   test('the request is in the journal (filtered by team); its actor renders RTL; export JSONL and CSV', async () => {
     await page.goto(`${gw.url}/console/#/journal`);
     await page.locator('#journal-form').waitFor(WAIT);
@@ -172,6 +236,40 @@ describe('console', () => {
     assert.match(readFileSync(await csv.path(), 'utf8'), /^seq,timestamp,request_id/);
   });
 
+  test('journal: opens at the newest entry; at 1,400 px every column stays in view, an entry open too (issue 49)', async () => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    try {
+      await open(page, 'journal');
+      const rows = page.locator('#journal-table tbody tr');
+      await rows.first().waitFor(WAIT);
+      const seqs = (await page.locator('#journal-table tbody tr td:first-child').allInnerTexts()).map(Number);
+      assert.deepEqual(seqs, [...seqs].sort((a, b) => b - a), 'newest first');
+      const newest = (await api(page, 'POST', '/v1/activity/logs', { order: 'desc', limit: 1 })).data[0].seq;
+      assert.ok(seqs[0] >= newest - 3 && seqs[0] <= newest, `the first row is the newest entry: ${seqs[0]} vs ${newest}`);
+      const inView = () => page.evaluate(() => {
+        const table = document.querySelector('#journal-table');
+        const heads = [...table.querySelectorAll('th')].map((th) => [th.innerText, th.getBoundingClientRect().right]);
+        const cells = [...table.querySelector('tbody tr').children].map((td) => td.getBoundingClientRect().right);
+        return { heads, cells, width: document.documentElement.clientWidth, scroll: table.parentElement.scrollWidth - table.parentElement.clientWidth };
+      });
+      const check = (v, when) => {
+        assert.equal(v.scroll, 0, `${when}: the table needs no horizontal scroll`);
+        for (const [name, right] of v.heads) assert.ok(right <= v.width, `${when}: ${name} at ${right} of ${v.width}`);
+        assert.equal(v.cells.length, 9, when);
+        assert.ok(v.cells.every((r) => r <= v.width), `${when}: ${v.cells}`);
+      };
+      const closed = await inView();
+      assert.deepEqual(closed.heads.map(([n]) => n).slice(-3), ['Policy', 'Status', 'Tokens']);
+      check(closed, 'closed');
+      await rows.first().click();
+      await page.locator('#entry-detail').waitFor(WAIT);
+      check(await inView(), 'with an entry open');
+      await shot(page, 'journal-1400');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
   test('verify: the server report and the in-browser check both say OK', async () => {
     await page.click('#verify-server');
     await page.locator('#verify-result', { hasText: 'OK — the journal verifies' }).waitFor(WAIT);
@@ -184,20 +282,30 @@ describe('console', () => {
   });
 
   test('usage (budget burn with its thresholds); policies: upload a version, roll back', async () => {
-    await page.goto(`${gw.url}/console/#/usage`);
-    await page.locator('#usage-table').waitFor(WAIT);
-    await page.locator('#usage-charts svg rect.s0').first().waitFor(WAIT);
+    // One usage call for the whole range (it made one per day shown: issue 49).
+    const calls = await requestsDuring(page, '/v1/admin/usage', async () => {
+      await page.goto(`${gw.url}/console/#/usage`);
+      await page.locator('#usage-table').waitFor(WAIT);
+      await page.locator('#usage-charts svg rect.s0').first().waitFor(WAIT);
+    });
+    assert.equal(calls.length, 1, calls.map((c) => c.url.search).join(' '));
+    assert.equal(calls[0].url.searchParams.get('group_by'), 'day');
     // The Arabic team's budget burn, its thresholds marked.
     const burn = page.locator('#budget-burn figure', { hasText: TEAM_NAME });
     await burn.waitFor(WAIT);
     assert.equal(await burn.locator('line[data-threshold]').count(), 3);
     assert.equal(await burn.locator('.burn-name').evaluate((el) => getComputedStyle(el).direction), 'rtl');
     await shot(page, 'usage');
-    await page.goto(`${gw.url}/console/#/policies`);
-    await page.locator('#policies-table').waitFor(WAIT);
-    await page.locator('#guardrail-form').waitFor(WAIT);
-    // The Arabic chat request was routed by the demo's policy.
-    await page.locator('#served-by tr', { hasText: 'jais-30b-chat' }).waitFor(WAIT);
+    // The Policies panel reads the newest entries (it read the day's oldest 1,000: issue 49).
+    const reads = await requestsDuring(page, '/v1/activity/logs', async () => {
+      await page.goto(`${gw.url}/console/#/policies`);
+      await page.locator('#policies-table').waitFor(WAIT);
+      await page.locator('#guardrail-form').waitFor(WAIT);
+      // The Arabic chat request was routed by the demo's policy.
+      await page.locator('#served-by tr', { hasText: 'jais-30b-chat' }).waitFor(WAIT);
+    });
+    assert.ok(reads.length >= 1 && reads.every((r) => JSON.parse(r.body).order === 'desc'), reads.map((r) => r.body).join(' '));
+    assert.match(await page.locator('#served-by-note').innerText(), /^The latest \d+ routed requests/);
     // Upload a routing document (active at once), then roll back to the first version.
     await page.fill('#policy-form textarea[name=document]', ROUTING_DOC);
     await page.click('#policy-form button[type=submit]');

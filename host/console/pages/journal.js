@@ -1,6 +1,7 @@
-// Journal: search and filter entries (time, team, actor, model, status), one entry with its hashes
-// and residency evidence, verification (the server's report for admins; an export verified in
-// this browser for everyone), and exports as CSV / JSONL.
+// Journal: search and filter entries (time, team, actor, model, status), newest first unless asked
+// otherwise, one entry with its hashes and residency evidence (below the list, which keeps every
+// column in view), verification (the server's report for admins; an export verified in this
+// browser for everyone), and exports as CSV / JSONL.
 
 import { call, get, post } from '../api.js';
 import { verifyExport } from '../verify.js';
@@ -11,11 +12,14 @@ const STATUSES = ['', 'success', 'blocked', 'rejected', 'error'];
 function query(form) {
   const v = values(form);
   const q = {};
-  for (const k of ['team_id', 'actor_id', 'model', 'action', 'request_id', 'status']) if (v[k]) q[k] = v[k];
+  for (const k of ['team_id', 'actor_id', 'model', 'action', 'request_id', 'status', 'order']) if (v[k]) q[k] = v[k];
   if (v.from) q.from = instant(v.from);
   if (v.to) q.to = instant(v.to);
   return q;
 }
+
+/** A value clipped to its column (the whole of it on hover). */
+const clip = (node, whole) => { node.classList.add('clip'); if (whole) node.title = whole; return node; };
 
 /** Integer micro-units → the amount, exactly: 42 → "0.000042". */
 const micros = (m) => `${Math.floor(m / 1e6)}.${String(m % 1e6).padStart(6, '0')}`;
@@ -82,6 +86,7 @@ export default {
       h('label', 'Status', h('select#journal-status', { name: 'status' }, STATUSES.map((s) => h('option', { value: s }, s || 'any')))),
       h('label', 'Action', h('input', { name: 'action', placeholder: 'chat.completions' })),
       h('label', 'Request id', h('input', { name: 'request_id' })),
+      h('label', 'Order', h('select#journal-order', { name: 'order' }, h('option', { value: 'desc' }, 'newest first'), h('option', { value: 'asc' }, 'oldest first'))),
       h('button#journal-search', { type: 'submit' }, 'Search'),
       h('button.secondary#export-csv', { type: 'button' }, 'Export CSV'),
       h('button.secondary#export-jsonl', { type: 'button' }, 'Export JSONL'));
@@ -92,14 +97,16 @@ export default {
       try {
         const page = await post('/v1/activity/logs', q);
         show(entry);
+        // Long values (ids, actors, actions) are clipped to their column, whole on hover and in
+        // the opened entry, so Policy, Status and Tokens stay in view at 1,400 px.
         const list = table([
           { title: 'Seq', cell: (e) => e.seq },
-          { title: 'Time (UTC)', cell: (e) => e.timestamp.replace('T', ' ').replace('Z', '') },
-          { title: 'Team', cell: (e) => text(e.team_id) },
-          { title: 'Actor', cell: (e) => text(e.actor_id, '.actor') },
-          { title: 'Action', cell: (e) => e.action },
-          { title: 'Model', cell: (e) => e.model ?? '—' },
-          { title: 'Policy', cell: (e) => e.routing_policy ?? '—' },
+          { title: 'Time (UTC)', cell: (e) => h('span.nowrap', { title: e.timestamp }, e.timestamp.slice(5, 19).replace('T', ' ')) },
+          { title: 'Team', cell: (e) => clip(text(e.team_id), e.team_id) },
+          { title: 'Actor', cell: (e) => clip(text(e.actor_id, '.actor'), e.actor_id) },
+          { title: 'Action', cell: (e) => clip(h('span', e.action), e.action) },
+          { title: 'Model', cell: (e) => clip(h('span', e.model ?? '—'), e.model) },
+          { title: 'Policy', cell: (e) => clip(h('span', e.routing_policy ?? '—'), e.routing_policy) },
           { title: 'Status', cell: (e) => badge(e.status) },
           { title: 'Tokens', cell: (e) => (e.prompt_tokens === null ? '—' : `${e.prompt_tokens} + ${e.completion_tokens ?? 0}`) },
         ], page.data, {
@@ -137,7 +144,7 @@ export default {
         form.querySelector('#journal-teams').replaceChildren(...t.data.map((x) => h('option', { value: x.id }, x.name)));
       }).catch(() => {});
     }
-    show(container, h('h1', 'Journal'), h('section.card', form, status), verifyPanel(isAdmin), h('div.split', results, entry));
+    show(container, h('h1', 'Journal'), h('section.card', form, status), verifyPanel(isAdmin), results, entry);
     search();
   },
 };

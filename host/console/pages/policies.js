@@ -100,10 +100,20 @@ function guardrail() {
   return h('section.card', h('h2', 'Guardrail'), body, out);
 }
 
+/** The latest 200 routed requests (entries with a routing policy), newest first: a page of the
+ * journal at a time, at most 5 pages (5,000 entries) looked at. */
 async function servedBy() {
-  const from = new Date(Date.now() - 86_400_000).toISOString();
-  const page = await post('/v1/activity/logs', { from, limit: 1000 });
-  const recent = page.data.filter((e) => e.routing_policy !== null).slice(-200);
+  const recent = [];
+  let read = 0;
+  let cursor;
+  for (let pages = 0; pages < 5 && recent.length < 200; pages++) {
+    const page = await post('/v1/activity/logs', { order: 'desc', limit: 1000, ...(cursor ? { cursor } : {}) });
+    read += page.data.length;
+    recent.push(...page.data.filter((e) => e.routing_policy !== null));
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
+  recent.splice(200);
   const counts = new Map();
   for (const e of recent) {
     const k = `${e.routing_policy ?? '—'}\u0000${e.model ?? '—'}`;
@@ -111,12 +121,12 @@ async function servedBy() {
   }
   const rows = [...counts].map(([k, n]) => { const [policy, model] = k.split('\u0000'); return { policy, model, n }; }).sort((a, b) => b.n - a.n);
   return [
-    h('p.muted', `The last ${recent.length} routed requests of the past 24 hours (of the first ${num(page.data.length)} entries read).`),
+    h('p.muted#served-by-note', `The latest ${recent.length} routed requests (of the newest ${num(read)} journal entries read).`),
     table([
       { title: 'Routing policy', cell: (r) => text(r.policy) },
       { title: 'Model', cell: (r) => r.model },
       { title: 'Requests', cell: (r) => num(r.n) },
-    ], rows, { id: 'served-by', empty: 'No routed request in the past 24 hours.' }),
+    ], rows, { id: 'served-by', empty: 'No routed request in the journal yet.' }),
   ];
 }
 
@@ -131,7 +141,7 @@ export default {
     show(container, h('h1', 'Policies'),
       h('section.card', h('h2', 'Router versions'), status, list), uploadForm(refresh),
       guardrail(),
-      h('section.card', h('h2', 'Which policy served recent requests'), served));
+      h('section.card', h('h2', 'Which policy served the latest 200 routed requests'), served));
     refresh();
     load(served, servedBy);
   },

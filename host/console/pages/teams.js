@@ -96,6 +96,29 @@ function usageByKey(rows) {
   return by;
 }
 
+/** Rotation asks first, and for how long the old key keeps working: the API's grace period
+ * (empty: the gateway's `access.rotation_grace_seconds`; 0: it stops at once). */
+function rotateControl(k, secretSlot, status, refresh) {
+  const box = h('span.row');
+  const idle = () => show(box, h('button.secondary', {
+    type: 'button', 'data-action': 'rotate', 'data-key': k.id, on: { click: () => show(box, confirm) },
+  }, 'Rotate'));
+  const grace = h('input.grace', { name: 'grace_seconds', type: 'number', min: '0', placeholder: 'default', 'aria-label': 'Grace period (seconds)' });
+  const go = h('button.danger.armed', { type: 'button', 'data-action': 'confirm-rotate', 'data-key': k.id }, 'Confirm rotate');
+  const cancel = h('button.secondary', { type: 'button', on: { click: idle } }, 'Cancel');
+  const confirm = h('span.row.rotate-confirm', h('label', 'Old key works for (s)', grace), go, cancel);
+  go.addEventListener('click', () => busy(go, async () => {
+    const body = grace.value === '' ? {} : { grace_seconds: Number(grace.value) };
+    const r = await post(`/v1/admin/keys/${k.id}/rotate`, body);
+    const until = r.replaced_key?.grace_until;
+    show(secretSlot, secretBox(`New secret of ${k.name ?? k.id} (rotated)`, r.key,
+      `Shown this once: copy it now. ${until ? `The old key keeps working until ${time(until)} (UTC).` : 'The old key stopped at once.'}`));
+    await refresh();
+  }, status));
+  idle();
+  return box;
+}
+
 export default {
   title: 'Teams & keys',
   roles: ['admin'],
@@ -128,14 +151,7 @@ export default {
           {
             title: '',
             cell: (k) => (k.state === 'revoked' || k.state === 'expired' ? '' : h('div.row',
-              h('button.secondary', {
-                type: 'button', 'data-action': 'rotate', 'data-key': k.id,
-                on: { click: (e) => busy(e.currentTarget, async () => {
-                  const r = await post(`/v1/admin/keys/${k.id}/rotate`, { grace_seconds: 0 });
-                  show(secretSlot, secretBox(`New secret of ${k.name ?? k.id} (rotated)`, r.key));
-                  await refresh();
-                }, status) },
-              }, 'Rotate'),
+              rotateControl(k, secretSlot, status, refresh),
               dangerButton('Revoke', 'Confirm revoke', async () => {
                 try {
                   await post(`/v1/admin/keys/${k.id}/revoke`);

@@ -1,6 +1,5 @@
-// Usage: requests, tokens and spend per team and model over time (one usage query per day of the
-// range: the API aggregates, the console buckets), and each team's budget burn with its
-// thresholds marked.
+// Usage: requests, tokens and spend per team and model over time (one usage query for the whole
+// range, per UTC day: `group_by=day`), and each team's budget burn with its thresholds marked.
 
 import { get } from '../api.js';
 import { barChart, burnChart } from '../chart.js';
@@ -19,11 +18,13 @@ const label = (t) => new Date(t * 1000).toISOString().slice(5, 10);
 
 async function render(out, { team, range }, isAdmin) {
   const starts = days(range);
-  const [perDay, teams] = await Promise.all([
-    Promise.all(starts.map((from) => get('/v1/admin/usage', { team_id: team, from, to: from + DAY }))),
+  const [usage, teams] = await Promise.all([
+    get('/v1/admin/usage', { team_id: team, from: starts[0], to: starts.at(-1) + DAY, group_by: 'day' }),
     isAdmin ? get('/v1/admin/teams') : Promise.resolve({ data: [] }),
   ]);
-  const currency = perDay[0]?.currency ?? '';
+  // The range's days, each with its rows (the API says which day a row is).
+  const perDay = starts.map((from) => ({ data: usage.data.filter((r) => r.day === from) }));
+  const currency = usage.currency ?? '';
   const names = new Map(teams.data.map((t) => [t.id, t.name]));
   const models = [...new Set(perDay.flatMap((d) => d.data.map((r) => r.model)))].sort();
   const sum = (d, model, f) => d.data.filter((r) => r.model === model).reduce((a, r) => a + f(r), 0);
