@@ -15,7 +15,7 @@ use super::checkpoint::{Checkpoint, SignedCheckpoint};
 use super::entry::{Entry, EntryDraft, format_utc};
 pub use super::recover::OpenReport;
 use super::recover::{ChainState, create_segment, recover};
-use super::tlog::{Batch, Tlog};
+use super::tlog::{Batch, Handoff, Tlog};
 use super::{Durability, JournalConfig, JournalError};
 
 /// What `append` promises.
@@ -260,7 +260,7 @@ struct Writer {
     line_ends: Vec<u32>,
     /// The transparency log's follower: each written batch is handed to it whole, and its
     /// buffers come back on `spare_rx` to be filled again.
-    follower: Option<mpsc::SyncSender<Batch>>,
+    follower: Option<Handoff>,
     spare_tx: mpsc::Sender<(Vec<u8>, Vec<u32>)>,
     spare_rx: mpsc::Receiver<(Vec<u8>, Vec<u32>)>,
     /// Durable-mode appenders waiting for the next fsync.
@@ -456,7 +456,7 @@ impl Writer {
                     ends,
                     spare: self.spare_tx.clone(),
                 };
-                if follower.send(batch).is_err() {
+                if !follower.send(batch) {
                     // The follower stopped (it said why); the journal goes on without it.
                     self.follower = None;
                 }

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, Condvar, LazyLock, Mutex};
 
 use memchr::memmem::Finder;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
 
 use super::ids::{Found, Ids, request_fingerprint, team_fingerprint};
 use super::levels::LevelWriter;
@@ -30,6 +30,49 @@ pub struct Batch {
     pub bytes: Vec<u8>,
     pub ends: Vec<u32>,
     pub spare: std::sync::mpsc::Sender<(Vec<u8>, Vec<u32>)>,
+}
+
+/// Bytes of written lines the follower may lag behind before the writer waits for it (memory
+/// stays bounded when it cannot keep up; a burst of appends on a busy machine is absorbed).
+pub const BACKLOG_BYTES: usize = 64 << 20;
+
+/// What the follower has not read yet, in bytes; the writer waits on it past [`BACKLOG_BYTES`].
+#[derive(Default)]
+pub struct Backlog {
+    bytes: Mutex<usize>,
+    drained: Condvar,
+}
+
+impl Backlog {
+    fn release(&self, n: usize) {
+        if let Ok(mut b) = self.bytes.lock() {
+            *b = b.saturating_sub(n);
+            self.drained.notify_all();
+        }
+    }
+}
+
+/// The writer's end: hands a batch over, waiting first while the follower is too far behind.
+pub struct Handoff {
+    pub(super) tx: Sender<Batch>,
+    pub(super) backlog: Arc<Backlog>,
+}
+
+impl Handoff {
+    /// False when the follower has stopped (the journal goes on without it).
+    pub fn send(&self, batch: Batch) -> bool {
+        let n = batch.bytes.len();
+        if let Ok(mut b) = self.backlog.bytes.lock() {
+            while *b > BACKLOG_BYTES {
+                match self.backlog.drained.wait(b) {
+                    Ok(next) => b = next,
+                    Err(_) => return false,
+                }
+            }
+            *b += n;
+        }
+        self.tx.send(batch).is_ok()
+    }
 }
 
 /// The follower's state: the files it appends to.
@@ -95,8 +138,8 @@ impl Follower {
     /// Runs until the writer hangs up, then makes everything durable. Its thread runs at a
     /// lower priority ([`NICE`]): the log is derived from the journal, off the request path, and
     /// on a saturated machine the appenders and the writer come first; it catches up when they
-    /// pause, and the writer waits for it only when [`super::BACKLOG`] batches are queued.
-    pub fn run(mut self, rx: Receiver<Batch>, shared: Arc<Shared>) {
+    /// pause, and the writer waits for it only past [`BACKLOG_BYTES`] of lines not yet read.
+    pub fn run(mut self, rx: Receiver<Batch>, backlog: Arc<Backlog>, shared: Arc<Shared>) {
         #[cfg(target_os = "linux")]
         if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), NICE) {
             tracing::debug!(error = %e, "the transparency log follower keeps the default priority");
@@ -112,6 +155,7 @@ impl Follower {
                 self.write()?;
                 shared.publish(self.levels.size());
                 let (mut bytes, mut ends) = (batch.bytes, batch.ends);
+                backlog.release(bytes.len());
                 bytes.clear();
                 ends.clear();
                 let _ = batch.spare.send((bytes, ends));

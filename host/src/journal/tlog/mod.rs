@@ -13,14 +13,13 @@ pub mod note;
 pub mod tree;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ed25519_dalek::SigningKey;
 use tokio::sync::watch;
 
-pub use follow::Batch;
-use follow::Follower;
+pub use follow::{BACKLOG_BYTES, Batch, Handoff};
+use follow::{Backlog, Follower};
 use ids::Ids;
 pub use ids::{Found, team_fingerprint};
 use levels::{LevelReader, LevelWriter};
@@ -53,10 +52,6 @@ impl From<crate::journal::JournalError> for TlogError {
         TlogError::Io(e.to_string())
     }
 }
-
-/// Batches written but not yet followed before the writer waits for the follower: memory stays
-/// bounded (a batch is at most `max_batch` lines) when the follower cannot keep up.
-pub const BACKLOG: usize = 64;
 
 /// The default origin (and note key name) of a chain's log.
 pub fn default_origin(sovereign_id: &str) -> String {
@@ -119,7 +114,7 @@ impl Tlog {
         origin: &str,
         key: SigningKey,
         head: u64,
-    ) -> Result<(Tlog, SyncSender<Batch>), TlogError> {
+    ) -> Result<(Tlog, Handoff), TlogError> {
         let dir = tlog_dir(journal_dir, sovereign_id);
         let levels = LevelWriter::open(&dir, head)?;
         let (ids, indexed) = Ids::open(&dir, head)?;
@@ -148,16 +143,18 @@ impl Tlog {
             shared: shared.clone(),
             latest: Mutex::new(latest),
         };
-        let (tx, rx) = std::sync::mpsc::sync_channel(BACKLOG);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let backlog = Arc::new(Backlog::default());
+        let theirs = backlog.clone();
         std::thread::Builder::new()
             .name(format!("tlog-{sovereign_id}"))
-            .spawn(move || follower.run(rx, shared))
+            .spawn(move || follower.run(rx, theirs, shared))
             .map_err(TlogError::from)?;
         Ok((
             Tlog {
                 inner: Arc::new(inner),
             },
-            tx,
+            Handoff { tx, backlog },
         ))
     }
 
