@@ -86,16 +86,7 @@ async fn caught_up(app: &AppState, tlog: &Tlog) -> Result<u64, ApiError> {
 /// A head signed over every entry acknowledged before the call (the latest one when the tree
 /// has not moved since).
 async fn head_now(app: &AppState, tlog: &Tlog) -> Result<SignedHead, ApiError> {
-    let journal = app
-        .0
-        .journal
-        .as_ref()
-        .ok_or_else(ApiError::journal_disabled)?;
-    let durable = journal
-        .flush()
-        .await
-        .map_err(ApiError::journal_unreadable)?;
-    tlog.reach(durable).await.map_err(failed)?;
+    let durable = caught_up(app, tlog).await?;
     if let Some(latest) = tlog.latest().filter(|l| l.size == durable) {
         return Ok(latest);
     }

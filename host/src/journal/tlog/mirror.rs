@@ -74,10 +74,6 @@ impl Mirror {
         self.size.load(Ordering::Acquire)
     }
 
-    pub fn root(&self, size: u64) -> Result<Hash, TlogError> {
-        Ok(tree::root(&self.reader, size)?)
-    }
-
     pub fn inclusion(&self, index: u64, size: u64) -> Result<Vec<Hash>, TlogError> {
         Ok(tree::inclusion_proof(&self.reader, index, size)?)
     }

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use ed25519_dalek::SigningKey;
 use tokio::sync::watch;
 
-pub use follow::{BACKLOG_BYTES, Batch, Handoff};
 use follow::{Backlog, Follower};
+pub use follow::{Batch, Handoff};
 use ids::Ids;
 pub use ids::{Found, team_fingerprint};
 use levels::{LevelReader, LevelWriter};
@@ -156,10 +156,6 @@ impl Tlog {
             },
             Handoff { tx, backlog },
         ))
-    }
-
-    pub fn origin(&self) -> &str {
-        &self.inner.origin
     }
 
     /// The verifier key line of the log's signing key (signed-note format).
