@@ -8,6 +8,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod architecture;
 mod audit;
 mod cli;
 mod fallback;
