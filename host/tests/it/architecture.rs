@@ -12,8 +12,18 @@ use std::path::{Path, PathBuf};
 
 /// The folders at the repository's root whose paths the map names.
 const TOP: &[&str] = &[
-    "host/", "clients/", "tests/", "scripts/", "bench/", "deploy/", "docs/", "wit/", "sdk/",
-    "examples/", "policies/", ".ci/",
+    "host/",
+    "clients/",
+    "tests/",
+    "scripts/",
+    "bench/",
+    "deploy/",
+    "docs/",
+    "wit/",
+    "sdk/",
+    "examples/",
+    "policies/",
+    ".ci/",
 ];
 
 /// Files at the root the map may name.
@@ -85,7 +95,11 @@ fn every_path_the_code_map_names_exists() {
     let root = repo();
     let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     let paths = named_paths(&doc);
-    assert!(paths.len() > 100, "the reader found only {} paths", paths.len());
+    assert!(
+        paths.len() > 100,
+        "the reader found only {} paths",
+        paths.len()
+    );
     let missing: Vec<&String> = paths
         .iter()
         .filter(|p| !root.join(p.trim_end_matches('/')).exists())
