@@ -13,6 +13,7 @@ pub mod documents;
 pub mod embeddings;
 pub mod files;
 pub mod list_page;
+pub mod messages;
 pub mod models;
 pub mod rag;
 pub mod responses;
