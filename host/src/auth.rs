@@ -1,5 +1,6 @@
 //! API keys as strings: their format, how they are hashed, and reading the secret from an
-//! `Authorization` header. Secrets exist only in the response that creates them; the gateway
+//! `Authorization: Bearer` header or, as the Anthropic SDKs and coding agents send it, an
+//! `x-api-key` header. Secrets exist only in the response that creates them; the gateway
 //! keeps and compares SHA-256 hashes. Who a key belongs to, and whether it may call, is
 //! `access`.
 //!
@@ -18,13 +19,14 @@ const CHECKSUM_HEX: usize = 8;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AuthError {
     #[error(
-        "Missing API key. Send it as `Authorization: Bearer <key>` (the SDKs' `api_key` setting)."
+        "Missing API key. Send it as `Authorization: Bearer <key>` or `x-api-key: <key>` (the SDKs' `api_key` setting)."
     )]
     Missing,
     #[error("The Authorization header must use the Bearer scheme: `Authorization: Bearer <key>`.")]
     BadScheme,
-    /// More than one `Authorization` header (400: which one would be the caller is a guess).
-    #[error("Send one Authorization header: this request has several.")]
+    /// More than one `Authorization` (or `x-api-key`) header, or the two naming different
+    /// secrets (400: which one would be the caller is a guess).
+    #[error("Send one API key: this request has several (Authorization and x-api-key headers).")]
     Repeated,
     #[error("Incorrect API key provided.")]
     Invalid,
@@ -47,27 +49,55 @@ pub enum AuthError {
     Unavailable(String),
 }
 
-/// The bearer secret of a request. Keys in the gateway's own format must carry a valid
-/// checksum (a typo is refused before any lookup); other strings are looked up as they are.
+/// The `x-api-key` header of the Anthropic SDKs and coding agents.
+pub const X_API_KEY: http::HeaderName = http::HeaderName::from_static("x-api-key");
+
+/// The secret of a request: the bearer of its `Authorization` header or its `x-api-key` (both
+/// may come when they carry the same secret). Keys in the gateway's own format must carry a
+/// valid checksum (a typo is refused before any lookup); other strings are looked up as they
+/// are.
 pub fn secret_from_headers(headers: &HeaderMap) -> Result<&str, AuthError> {
-    let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
-    let value = values.next().ok_or(AuthError::Missing)?;
-    if values.next().is_some() {
-        return Err(AuthError::Repeated);
-    }
-    let value = value.to_str().map_err(|_| AuthError::Invalid)?;
-    let (scheme, secret) = value.split_once(' ').ok_or(AuthError::BadScheme)?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(AuthError::BadScheme);
-    }
-    let secret = secret.trim();
-    if secret.is_empty() {
-        return Err(AuthError::Missing);
-    }
+    let secret = match (bearer(headers)?, api_key(headers)?) {
+        (Some(a), Some(b)) if a != b => return Err(AuthError::Repeated),
+        (Some(s), _) | (None, Some(s)) => s,
+        (None, None) => return Err(AuthError::Missing),
+    };
     if secret.len() > 512 || (secret.starts_with(KEY_PREFIX) && !checksum_ok(secret)) {
         return Err(AuthError::Invalid);
     }
     Ok(secret)
+}
+
+/// The one value of a header that may come once.
+fn single<'h>(
+    headers: &'h HeaderMap,
+    name: &http::HeaderName,
+) -> Result<Option<&'h str>, AuthError> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(AuthError::Repeated);
+    }
+    value.to_str().map(Some).map_err(|_| AuthError::Invalid)
+}
+
+fn bearer(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
+    let Some(value) = single(headers, &http::header::AUTHORIZATION)? else {
+        return Ok(None);
+    };
+    let (scheme, secret) = value.split_once(' ').ok_or(AuthError::BadScheme)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::BadScheme);
+    }
+    Ok(Some(secret.trim()).filter(|s| !s.is_empty()))
+}
+
+fn api_key(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
+    Ok(single(headers, &X_API_KEY)?
+        .map(str::trim)
+        .filter(|s| !s.is_empty()))
 }
 
 /// The only form in which a secret is kept or compared: lookups go by this hash, so no
@@ -165,5 +195,17 @@ mod tests {
         let mut two = bearer(&format!("Bearer {secret}"));
         two.append(http::header::AUTHORIZATION, "Bearer junk".parse().unwrap());
         assert_eq!(secret_from_headers(&two), Err(AuthError::Repeated));
+        // `x-api-key` (the Anthropic SDKs): alone, or beside the same bearer; a different one
+        // beside it is refused.
+        let mut api = HeaderMap::new();
+        api.insert(X_API_KEY, secret.parse().unwrap());
+        assert_eq!(secret_from_headers(&api), Ok(secret.as_str()));
+        let mut both = bearer(&format!("Bearer {secret}"));
+        both.insert(X_API_KEY, secret.parse().unwrap());
+        assert_eq!(secret_from_headers(&both), Ok(secret.as_str()));
+        both.insert(X_API_KEY, "sk-other".parse().unwrap());
+        assert_eq!(secret_from_headers(&both), Err(AuthError::Repeated));
+        api.append(X_API_KEY, "sk-other".parse().unwrap());
+        assert_eq!(secret_from_headers(&api), Err(AuthError::Repeated));
     }
 }

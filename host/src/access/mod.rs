@@ -332,19 +332,14 @@ impl Access {
         let Some(peer) = peer else {
             return self.authenticate_key(headers).await;
         };
-        if headers
-            .get_all(http::header::AUTHORIZATION)
-            .iter()
-            .nth(1)
-            .is_some()
-        {
-            return Err(AuthError::Repeated);
-        }
+        let sends_key = match secret_from_headers(headers) {
+            Err(AuthError::Repeated) => return Err(AuthError::Repeated),
+            secret => secret.is_ok_and(crate::auth::is_gateway_key),
+        };
         let identity = self
             .certs
             .find(peer)
             .ok_or_else(|| AuthError::CertificateUnmapped(peer.subject.clone()))?;
-        let sends_key = secret_from_headers(headers).is_ok_and(crate::auth::is_gateway_key);
         if sends_key {
             let key = self.authenticate_key(headers).await?;
             if key.principal.team_id != identity.team_id.0 {
@@ -377,7 +372,7 @@ impl Access {
         Ok(self.cache.fill(generation, hash, self.entry(principal)))
     }
 
-    /// The key in the `Authorization` header: from the cache, else the store (then cached).
+    /// The key in the `Authorization` or `x-api-key` header: from the cache, else the store (then cached).
     async fn authenticate_key(
         &self,
         headers: &http::HeaderMap,

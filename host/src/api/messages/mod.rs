@@ -3,6 +3,7 @@
 //! (`request.rs`), the pipeline's phases on it, and the answer re-told as a `message` or as the
 //! Messages stream's named events (`reply.rs`, `stream.rs`).
 
+pub mod errors;
 pub mod reply;
 pub mod request;
 pub mod stream;
