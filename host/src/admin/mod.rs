@@ -89,6 +89,7 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::Registry(e) => e.into(),
             ServiceError::Store(e) => e.into(),
+            ServiceError::Webhook(e) => e.into(),
         }
     }
 }

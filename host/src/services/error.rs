@@ -4,6 +4,7 @@
 use crate::policy::PolicyError;
 use crate::routing::registry::RegistryError;
 use crate::store::{StoreError, TeamId};
+use crate::webhooks::WebhookError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -45,4 +46,6 @@ pub enum ServiceError {
     Registry(#[from] RegistryError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Webhook(#[from] WebhookError),
 }

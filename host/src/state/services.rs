@@ -1,8 +1,9 @@
 //! The domain services over this state's parts (`crate::services`): how an endpoint writes keys,
-//! teams, certificate identities and policies, never through the store or the caches directly.
+//! teams, certificate identities, policies and webhook subscriptions, never through the store or
+//! the caches directly.
 
 use super::AppState;
-use crate::services::{CertIdentities, Keys, Policies, PolicyParts, Teams};
+use crate::services::{CertIdentities, Keys, Policies, PolicyParts, Subscriptions, Teams};
 
 impl AppState {
     pub fn keys(&self) -> Keys<'_> {
@@ -35,5 +36,9 @@ impl AppState {
             metrics: &s.metrics,
             replicated: self.replicated(),
         })
+    }
+
+    pub fn subscriptions(&self) -> Subscriptions<'_> {
+        Subscriptions::new(&self.0.webhooks, &self.0.shared, &self.0.metrics)
     }
 }
