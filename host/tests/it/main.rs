@@ -21,6 +21,7 @@ mod services;
 mod shaper;
 mod store;
 mod tls;
+mod writers;
 
 use std::net::SocketAddr;
 use std::time::Duration;
