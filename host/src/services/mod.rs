@@ -1,10 +1,12 @@
 //! The domain services: every write to keys, teams, certificate identities, policies and webhook
-//! subscriptions goes through one of them, and each operation commits to the store, then invalidates what this
-//! replica holds in memory (the key cache, the certificate table, budget counters), then tells
-//! the other replicas — in that order, in one place, so no caller can forget a step and leave a
-//! revoked key authenticating. They know no HTTP: a refusal is a [`ServiceError`], which the
-//! admin API maps to its answer. `AppState` hands them out (`app.keys()`, `app.teams()`,
-//! `app.cert_identities()`, `app.policies()`, `app.subscriptions()`), borrowing the parts each one needs.
+//! subscriptions goes through one of them. Each operation does the whole change in one place:
+//! the store commits (a policy is validated and applied here first), what this replica holds in
+//! memory follows (the key cache, the certificate table, budget limits and counters), and the
+//! other replicas are told — so no caller can forget a step and leave a revoked key
+//! authenticating somewhere. They know no HTTP: a refusal is a [`ServiceError`], which the admin
+//! API maps to its answer. `AppState` hands them out (`app.keys()`, `app.teams()`,
+//! `app.cert_identities()`, `app.policies()`, `app.subscriptions()`), each borrowing the parts it
+//! needs.
 
 mod cert_identities;
 mod error;
