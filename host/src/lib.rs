@@ -21,6 +21,7 @@ pub mod residency;
 pub mod routes;
 pub mod routing;
 pub mod server;
+pub mod services;
 pub mod shared;
 pub mod simulator;
 pub mod state;

@@ -1,8 +1,8 @@
 //! `/v1/admin/cert-identities` (admin): client certificates mapped to a team and a role, as keys
 //! are. Create (by SAN URI, SAN DNS name, key pin, or a PEM certificate whose key is pinned),
-//! list, get, delete. A deletion is immediate: when the call returns, the certificate no longer
-//! authenticates (the store has committed, the in-memory table and cached principal are gone).
-//! Identities declared in the config file are listed but deleted there, not here (409).
+//! list, get, delete, through `crate::services::CertIdentities`. A deletion is immediate: when the
+//! call returns, the certificate no longer authenticates. Identities declared in the config file
+//! are listed but deleted there, not here (409).
 
 use crate::server::params::Query;
 use axum::Json;
@@ -78,32 +78,16 @@ pub async fn create(
         };
         CertMatch::parse(kind, value).map_err(|e| ApiError::invalid(kind, e))?
     };
-    let team_id = TeamId(c.team_id);
-    if app.0.store.team(team_id.clone()).await?.is_none() {
-        return Err(ApiError::invalid(
-            "team_id",
-            format!("No team with id `{team_id}`."),
-        ));
-    }
     let identity = app
-        .0
-        .store
-        .create_cert_identity(NewCertIdentity {
+        .cert_identities()
+        .create(NewCertIdentity {
             name: c.name,
-            team_id,
+            team_id: TeamId(c.team_id),
             role: c.role,
             matcher,
             source: CertSource::Api,
         })
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::Invalid { field: "match", .. } => {
-                ApiError::new(StatusCode::CONFLICT, "invalid_request_error", e.to_string())
-                    .with_code("certificate_already_mapped")
-            }
-            e => e.into(),
-        })?;
-    app.0.access.add_cert_identity(identity.clone()).await;
+        .await?;
     Ok((StatusCode::CREATED, Json(view(&identity))).into_response())
 }
 
@@ -119,12 +103,10 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let data: Vec<Value> = app
-        .0
-        .store
         .cert_identities()
+        .list(q.team_id.as_deref())
         .await?
         .iter()
-        .filter(|c| q.team_id.as_ref().is_none_or(|t| &c.team_id.0 == t))
         .map(view)
         .collect();
     Ok(Json(json!({"object": "list", "data": data})))
@@ -134,43 +116,17 @@ pub async fn get(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(view(&find(&app, &id).await?)))
+    Ok(Json(view(&app.cert_identities().get(&id).await?)))
 }
 
 pub async fn delete(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let identity = find(&app, &id).await?;
-    if identity.source == CertSource::Config {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            format!(
-                "Certificate identity `{}` is declared in the config file ([[cert_identities]] name = \"{}\"); remove it there and restart.",
-                identity.id, identity.name
-            ),
-        )
-        .with_code("declared_in_config"));
-    }
-    app.0
-        .store
-        .delete_cert_identity(identity.id.clone())
-        .await?;
-    app.0.access.remove_cert_identity(&identity.id).await;
+    let identity = app.cert_identities().delete(&id).await?;
     Ok(Json(
         json!({"id": identity.id, "object": "cert_identity", "deleted": true}),
     ))
-}
-
-async fn find(app: &AppState, id: &str) -> Result<CertIdentity, ApiError> {
-    app.0
-        .store
-        .cert_identities()
-        .await?
-        .into_iter()
-        .find(|c| c.id == id)
-        .ok_or_else(|| ApiError::not_found(format!("No certificate identity with id `{id}`.")))
 }
 
 fn view(c: &CertIdentity) -> Value {

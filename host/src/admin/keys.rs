@@ -1,7 +1,6 @@
 //! `/v1/admin/keys` (admin): create (the secret is in that answer only), list and read (never
 //! the secret), rotate (a successor; the old key works for a grace period) and revoke (when the
-//! call returns, the key no longer authenticates — the store has committed and the cache entry
-//! is gone).
+//! call returns, the key no longer authenticates: `crate::services::Keys`). Parse, call, render.
 
 use crate::server::params::Query;
 use axum::Json;
@@ -18,7 +17,7 @@ use crate::config::Role;
 use crate::server::error::ApiError;
 use crate::server::{body, params};
 use crate::state::AppState;
-use crate::store::{BudgetScope, KeyId, KeyInfo, NewKey, TeamId};
+use crate::store::{BudgetScope, KeyInfo, NewKey, TeamId};
 
 /// Most CIDRs in one key's allow-list.
 const MAX_ALLOWLIST: usize = 256;
@@ -74,15 +73,8 @@ pub async fn create(
             "`rpm` must be at least 1 (omit it for the plan's).",
         ));
     }
-    let team_id = TeamId(c.team_id);
-    if app.0.store.team(team_id.clone()).await?.is_none() {
-        return Err(ApiError::invalid(
-            "team_id",
-            format!("No team with id `{team_id}`."),
-        ));
-    }
     let new = NewKey {
-        team_id,
+        team_id: TeamId(c.team_id),
         name: c.name,
         role: c.role,
         expires_at,
@@ -91,7 +83,7 @@ pub async fn create(
         tpd: c.tpd,
         budget: c.budget.map(|b| params::money("budget", b)).transpose()?,
     };
-    let created = app.0.store.create_key(new).await?;
+    let created = app.keys().create(new).await?;
     let mut v = render(&app, &created.info).await?;
     v["key"] = Value::String(created.secret);
     Ok((StatusCode::CREATED, Json(v)).into_response())
@@ -108,7 +100,7 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<Response, ApiError> {
     let mut data = Vec::new();
-    for k in app.0.store.keys(q.team_id.map(TeamId)).await? {
+    for k in app.keys().list(q.team_id.map(TeamId)).await? {
         data.push(render(&app, &k).await?);
     }
     Ok(Json(json!({"object": "list", "data": data})).into_response())
@@ -118,12 +110,7 @@ pub async fn get(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let key = app
-        .0
-        .store
-        .key(KeyId(id.clone()))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("No key with id `{id}`.")))?;
+    let key = app.keys().get(&id).await?;
     Ok(Json(render(&app, &key).await?).into_response())
 }
 
@@ -143,20 +130,12 @@ pub async fn rotate(
 ) -> Result<Response, ApiError> {
     let r: Rotate =
         body::read_json_or_default(&headers, req, &app.0.config.server, "rotation").await?;
-    let grace_ms = match r.grace_seconds {
-        Some(s) => i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX),
-        None => i64::try_from(app.0.config.access.rotation_grace.as_millis()).unwrap_or(i64::MAX),
-    };
-    // Spend recorded so far moves to the successor: flush it to the store first.
-    app.0.budgets.charger().flush().await;
-    let old = KeyId(id);
-    let created = app.0.store.rotate_key(old.clone(), grace_ms).await?;
-    app.0.access.invalidate_key(&old.0).await;
-    let mut v = render(&app, &created.info).await?;
-    v["key"] = Value::String(created.secret);
-    v["replaces"] = Value::String(old.0.clone());
-    if let Some(old_info) = app.0.store.key(old).await? {
-        v["replaced_key"] = render(&app, &old_info).await?;
+    let rotated = app.keys().rotate(id, r.grace_seconds).await?;
+    let mut v = render(&app, &rotated.created.info).await?;
+    v["key"] = Value::String(rotated.created.secret);
+    v["replaces"] = Value::String(rotated.old_id.0);
+    if let Some(old) = rotated.old {
+        v["replaced_key"] = render(&app, &old).await?;
     }
     Ok((StatusCode::CREATED, Json(v)).into_response())
 }
@@ -165,9 +144,7 @@ pub async fn revoke(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let info = app.0.store.revoke_key(KeyId(id)).await?;
-    // Committed in the store; now no cached entry (and no lookup already in flight) lets it in.
-    app.0.access.invalidate_key(&info.id.0).await;
+    let info = app.keys().revoke(id).await?;
     Ok(Json(render(&app, &info).await?).into_response())
 }
 

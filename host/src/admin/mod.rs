@@ -1,6 +1,8 @@
 //! The admin API (`/v1/admin/…`): teams, keys, usage, policies, the guardrail, webhooks and their
 //! shapers, journal verification. Every handler here is behind the admin role (usage: auditors
-//! too), and speaks only to the domain modules' public faces.
+//! too), and speaks only to the domain modules' public faces: keys, teams, certificate identities
+//! and policies are written through their services (`crate::services`), whose refusals become
+//! answers here ([`ServiceError`] into [`ApiError`]).
 
 pub mod cert_identities;
 pub mod journal;
@@ -12,9 +14,11 @@ pub mod usage;
 pub mod webhooks;
 
 use base64::Engine as _;
+use http::StatusCode;
 
 use crate::routing::registry::{MAX_COMPONENT_BYTES, MAX_DOCUMENT_BYTES};
 use crate::server::error::ApiError;
+use crate::services::ServiceError;
 
 /// Body limit of a policy upload: a component at its limit, base64-encoded, plus a document.
 /// Independent of (and larger than) `server.max_body_bytes`.
@@ -52,4 +56,40 @@ pub fn decode_component(b64: &str) -> Result<Vec<u8>, ApiError> {
         ));
     }
     Ok(bytes)
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        let message = e.to_string();
+        let conflict = |code: &'static str| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "invalid_request_error",
+                message.clone(),
+            )
+            .with_code(code)
+        };
+        match e {
+            ServiceError::UnknownTeam(_) => ApiError::invalid("team_id", message),
+            ServiceError::KeyNotFound(_)
+            | ServiceError::TeamNotFound(_)
+            | ServiceError::CertIdentityNotFound(_) => ApiError::not_found(message),
+            ServiceError::TeamDeclaredInConfig(_)
+            | ServiceError::CertIdentityDeclaredInConfig { .. } => conflict("declared_in_config"),
+            ServiceError::CertificateAlreadyMapped(_) => conflict("certificate_already_mapped"),
+            ServiceError::RoutingNotConfigured => conflict("routing_not_configured"),
+            ServiceError::GuardrailNotConfigured => conflict("guardrail_not_configured"),
+            ServiceError::GuardrailRejected(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+                    .with_code("invalid_policy")
+            }
+            ServiceError::NotShared(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", message)
+                    .with_code("store_unavailable")
+            }
+            ServiceError::Registry(e) => e.into(),
+            ServiceError::Store(e) => e.into(),
+            ServiceError::Webhook(e) => e.into(),
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! The admin API of policies: router policy versions (`/v1/admin/policies`) and the guardrail
-//! (`/v1/admin/guardrail`), behind [`AdminOnly`]. Uploads are validated (compile, world check, smoke call) before they can become
-//! active; see docs/POLICIES.md, "Hot swap".
+//! (`/v1/admin/guardrail`), behind [`AdminOnly`], written through `crate::services::Policies`.
+//! Uploads are validated (compile, world check, smoke call) before they can become active; see
+//! docs/POLICIES.md, "Hot swap".
 
 use axum::Json;
 use axum::body::Body;
@@ -13,7 +14,7 @@ use serde_json::json;
 use super::{MAX_UPLOAD_BODY_BYTES, decode_component, settings_text};
 use crate::pipeline::admission::AdminOnly;
 use crate::policy::PoolMode;
-use crate::routing::registry::{MAX_DOCUMENT_BYTES, Origin, PolicyRegistry};
+use crate::routing::registry::MAX_DOCUMENT_BYTES;
 use crate::server::body::read_json_object_within;
 use crate::server::error::ApiError;
 use crate::state::AppState;
@@ -36,17 +37,6 @@ fn yes() -> bool {
     true
 }
 
-fn registry(app: &AppState) -> Result<&PolicyRegistry, ApiError> {
-    app.0.router.registry().map(|r| &**r).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            "Routing is not configured: add a `[routing]` section to the gateway's config.",
-        )
-        .with_code("routing_not_configured")
-    })
-}
-
 /// `POST /v1/admin/policies`: upload a router version (document and/or component).
 pub async fn upload(
     _: AdminOnly,
@@ -54,7 +44,7 @@ pub async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let registry = registry(&app)?;
+    let router = app.policies().router()?;
     let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
         .await?;
     let upload: Upload = serde_json::from_value(serde_json::Value::Object(map))
@@ -79,31 +69,18 @@ pub async fn upload(
         .as_deref()
         .map(decode_component)
         .transpose()?;
-    let info = registry
-        .add_as(
-            app.new_policy_id(),
-            component,
-            upload.document,
-            upload.pool,
-            upload.activate,
-            Origin::Upload,
-        )
+    let info = router
+        .upload(component, upload.document, upload.pool, upload.activate)
         .await?;
-    if info.active {
-        app.0.metrics.by.policy_swapped("router");
-    }
-    app.share_router_version(&info.id, info.active)
-        .await
-        .map_err(shared_failed)?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
 /// `GET /v1/admin/policies`: every kept version, oldest first.
 pub async fn list(_: AdminOnly, State(app): State<AppState>) -> Result<Response, ApiError> {
-    let registry = registry(&app)?;
-    let data = registry.list();
+    let router = app.policies().router()?;
+    let data = router.list();
     let active = data.iter().find(|v| v.active).map(|v| v.id.clone());
-    let breaker = app.0.router.breaker_status();
+    let breaker = router.breaker();
     Ok(
         Json(json!({ "object": "list", "active": active, "breaker": breaker, "data": data }))
             .into_response(),
@@ -116,11 +93,7 @@ pub async fn activate(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let info = registry(&app)?.activate(&id)?;
-    app.0.metrics.by.policy_swapped("router");
-    app.share_router_activation(&id)
-        .await
-        .map_err(shared_failed)?;
+    let info = app.policies().router()?.activate(&id).await?;
     Ok(Json(info).into_response())
 }
 
@@ -134,17 +107,6 @@ struct GuardrailUpload {
     settings: Option<serde_json::Value>,
 }
 
-fn guardrail_slot(app: &AppState) -> Result<&crate::policy::guardrail::GuardrailSlot, ApiError> {
-    app.0.guardrail.as_ref().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            "No guardrail is configured: add a `[guardrail]` section to the gateway's config.",
-        )
-        .with_code("guardrail_not_configured")
-    })
-}
-
 fn guardrail_info(l: &crate::policy::guardrail::Loaded) -> serde_json::Value {
     json!({
         "object": "guardrail",
@@ -156,7 +118,7 @@ fn guardrail_info(l: &crate::policy::guardrail::Loaded) -> serde_json::Value {
 
 /// `GET /v1/admin/guardrail`: the active guardrail.
 pub async fn guardrail_get(State(app): State<AppState>) -> Result<Response, ApiError> {
-    Ok(Json(guardrail_info(&guardrail_slot(&app)?.active())).into_response())
+    Ok(Json(guardrail_info(&app.policies().guardrail()?.active())).into_response())
 }
 
 /// `POST /v1/admin/guardrail`: a new component and/or settings, validated (compiled, world
@@ -167,7 +129,7 @@ pub async fn guardrail_swap(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let slot = guardrail_slot(&app)?;
+    let guardrail = app.policies().guardrail()?;
     let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
         .await?;
     let upload: GuardrailUpload = serde_json::from_value(serde_json::Value::Object(map))
@@ -183,26 +145,6 @@ pub async fn guardrail_swap(
             "Send a `component_base64`, `settings`, or both.",
         ));
     }
-    let loaded = slot.swap(component, settings).await.map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            format!("The guardrail was not activated: {e}"),
-        )
-        .with_code("invalid_policy")
-    })?;
-    app.0.metrics.by.policy_swapped("guardrail");
-    app.share_guardrail(&loaded).await.map_err(shared_failed)?;
+    let loaded = guardrail.swap(component, settings).await?;
     Ok(Json(guardrail_info(&loaded)).into_response())
-}
-
-/// The change is active on this replica but could not be stored for the others.
-fn shared_failed(e: anyhow::Error) -> ApiError {
-    tracing::error!(error = %e, "storing a policy change for the other replicas failed");
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "server_error",
-        format!("The change is active on this replica, but the other replicas could not be told: {e}. Retry the call."),
-    )
-    .with_code("store_unavailable")
 }

@@ -1,5 +1,6 @@
-//! `/v1/admin/teams` (admin): create, list, read, change and delete teams. Money is in currency
-//! units in requests and answers (micros inside); a team's budget counters come with it.
+//! `/v1/admin/teams` (admin): create, list, read, change and delete teams
+//! (`crate::services::Teams`). Money is in currency units in requests and answers (micros
+//! inside); a team's budget counters come with it.
 
 use axum::Json;
 use axum::body::Body;
@@ -13,7 +14,7 @@ use crate::budget::units;
 use crate::server::error::ApiError;
 use crate::server::{body, params};
 use crate::state::AppState;
-use crate::store::{BudgetScope, NewTeam, Plan, Team, TeamId, TeamPatch};
+use crate::store::{BudgetScope, NewTeam, Plan, Team, TeamPatch};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,13 +100,13 @@ pub async fn create(
         sensitive_only: c.sensitive_only,
         allowed_models: models(c.allowed_models)?,
     };
-    let team = app.0.store.create_team(new).await?;
+    let team = app.teams().create(new).await?;
     Ok((StatusCode::CREATED, Json(render(&app, &team).await?)).into_response())
 }
 
 pub async fn list(State(app): State<AppState>) -> Result<Response, ApiError> {
     let mut data = Vec::new();
-    for t in app.0.store.teams().await? {
+    for t in app.teams().list().await? {
         data.push(render(&app, &t).await?);
     }
     Ok(Json(json!({"object": "list", "data": data})).into_response())
@@ -115,7 +116,7 @@ pub async fn get(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let team = find(&app, &id).await?;
+    let team = app.teams().get(&id).await?;
     Ok(Json(render(&app, &team).await?).into_response())
 }
 
@@ -127,16 +128,7 @@ pub async fn update(
     req: Body,
 ) -> Result<Response, ApiError> {
     let map = body::read_json_object(&headers, req, &app.0.config.server).await?;
-    let patch = patch(map)?;
-    let budget_changed = patch.budget;
-    let team = app.0.store.update_team(TeamId(id), patch).await?;
-    app.0.access.invalidate_team(&team.id.0).await;
-    if let Some(limit) = budget_changed {
-        app.0
-            .budgets
-            .set_limit(&BudgetScope::Team(team.id.clone()), limit)
-            .await;
-    }
+    let team = app.teams().update(id, patch(map)?).await?;
     Ok(Json(render(&app, &team).await?).into_response())
 }
 
@@ -144,33 +136,8 @@ pub async fn delete(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let team = find(&app, &id).await?;
-    // A team the config file declares comes back at the next start, without the keys and
-    // certificate identities the deletion took: it is removed in the file, like they are.
-    if app.0.config.teams.iter().any(|t| t.id == team.id.0) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            format!(
-                "Team `{}` is declared in the config file ([[teams]] id = \"{}\"); remove it there (with its keys and certificate identities) and restart.",
-                team.id.0, team.id.0
-            ),
-        )
-        .with_code("declared_in_config"));
-    }
-    let keys = app.0.store.keys(Some(team.id.clone())).await?;
-    if !app.0.store.delete_team(team.id.clone()).await? {
-        return Err(not_found(&id));
-    }
-    app.0.access.remove_team(&team.id.0).await;
-    app.0
-        .budgets
-        .forget(&BudgetScope::Team(team.id.clone()))
-        .await;
-    for k in keys {
-        app.0.budgets.forget(&BudgetScope::Key(k.id)).await;
-    }
-    Ok(Json(json!({"id": team.id.0, "object": "team", "deleted": true})).into_response())
+    let id = app.teams().delete(&id).await?;
+    Ok(Json(json!({"id": id.0, "object": "team", "deleted": true})).into_response())
 }
 
 fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
@@ -231,18 +198,6 @@ fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
 
 fn bad_type(field: &str, what: &str) -> ApiError {
     ApiError::invalid(field, format!("`{field}` must be {what}."))
-}
-
-fn not_found(id: &str) -> ApiError {
-    ApiError::not_found(format!("No team with id `{id}`."))
-}
-
-async fn find(app: &AppState, id: &str) -> Result<Team, ApiError> {
-    app.0
-        .store
-        .team(TeamId(id.to_string()))
-        .await?
-        .ok_or_else(|| not_found(id))
 }
 
 /// A team as the API shows it, with its budget counters.

@@ -1,6 +1,7 @@
 //! `/v1/admin/webhooks` (admin): subscriptions (create — the signing secret shown once —, list,
 //! read, delete), a test ping, the deliveries with their attempts and the dead-letter queue, and
-//! re-driving dead letters. Delivery itself is `crate::webhooks`.
+//! re-driving dead letters. Subscriptions change through `crate::services::Subscriptions` (every
+//! replica is told); delivery itself is `crate::webhooks`.
 
 use crate::server::params::Query;
 use axum::Json;
@@ -58,8 +59,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let c: Create = body::read_json(&headers, req, &app.0.config.server, "webhook").await?;
     let w = app
-        .0
-        .webhooks
+        .subscriptions()
         .create(Subscribe {
             url: c.url,
             events: c.events,
@@ -68,18 +68,9 @@ pub async fn create(
             description: c.description,
         })
         .await?;
-    tell_replicas(&app).await;
     let mut out = render(&w);
     out["secret"] = Value::String(w.secret.clone());
     Ok((StatusCode::CREATED, Json(out)).into_response())
-}
-
-/// Other replicas load the subscriptions again (a new one is matched and delivered there too).
-async fn tell_replicas(app: &AppState) {
-    app.0
-        .shared
-        .announce(crate::shared::Change::Webhooks, &app.0.metrics)
-        .await;
 }
 
 /// `GET /v1/admin/webhooks`.
@@ -101,8 +92,7 @@ pub async fn delete(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    app.0.webhooks.delete(&id).await?;
-    tell_replicas(&app).await;
+    app.subscriptions().delete(&id).await?;
     Ok(Json(json!({"id": id, "object": "webhook", "deleted": true})).into_response())
 }
 
@@ -150,11 +140,9 @@ pub async fn rotate(
         ));
     }
     let w = app
-        .0
-        .webhooks
+        .subscriptions()
         .rotate(&id, std::time::Duration::from_secs(grace))
         .await?;
-    tell_replicas(&app).await;
     let mut out = render(&w);
     out["secret"] = Value::String(w.secret.clone());
     out["previous_secret_valid_until"] = json!(w.previous_until.map(secs));

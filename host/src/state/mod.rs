@@ -4,6 +4,7 @@
 
 mod journal_index;
 mod replicas;
+mod services;
 mod start;
 mod tlog_replicas;
 

@@ -15,7 +15,7 @@
 //! line. `EXCEPTIONS` names the few imports tolerated for now, each with why and when it goes.
 //!
 //! The layers, top to bottom: the binary and its wiring (`main`, `lib`, `demo`, `simulator`); the
-//! route table (`routes`); the HTTP band (`api`, `admin`; `pipeline`; `state`; `server`); the domain modules, in the order their imports give (each
+//! route table (`routes`); the HTTP band (`api`, `admin`; `pipeline`; `state`; `server`); the domain services (`services`); the domain modules, in the order their imports give (each
 //! line may use the lines below it, never its own); the lowest layer (`journal`, which knows no
 //! other module; `config`, which builds every section's typed config; `metrics`, `auth`, `store`).
 
@@ -38,6 +38,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("pipeline", 60),
     ("state", 55),
     ("server", 50),
+    // The domain services: every write to keys, teams, certificate identities and policies
+    // (commit, invalidate, tell the replicas); over access, budget, routing, policy, shared, store.
+    ("services", 40),
     // The domain modules, knowing no HTTP.
     ("routing", 32),  // residency, policy, upstream
     ("budget", 32),   // access, events, journal, store

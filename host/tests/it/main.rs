@@ -22,6 +22,7 @@ mod services;
 mod shaper;
 mod store;
 mod tls;
+mod writers;
 
 use std::net::SocketAddr;
 use std::time::Duration;
