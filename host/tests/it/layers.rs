@@ -16,8 +16,9 @@
 //!
 //! The layers, top to bottom: the binary and its wiring (`main`, `lib`, `demo`, `simulator`); the
 //! route table (`routes`); the HTTP band (`api`, `admin`; `pipeline`; `state`; `server`); the domain modules, in the order their imports give (each
-//! line may use the lines below it, never its own); the lowest layer (`journal`, which knows no
-//! other module; `config`, which builds every section's typed config; `metrics`, `auth`, `store`).
+//! line may use the lines below it, never its own); the lowest layer (`journal`, `tls` and
+//! `egress`, which know no other module; `config`, which builds every section's typed config;
+//! `metrics`, `auth`, `store`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -41,7 +42,7 @@ const LAYERS: &[(&str, u8)] = &[
     // The domain modules, knowing no HTTP.
     ("routing", 32),  // residency, policy, upstream
     ("budget", 32),   // access, events, journal, store
-    ("webhooks", 32), // events, policy, journal, store, metrics
+    ("webhooks", 32), // events, policy, journal, store, metrics, egress
     ("rag", 32),      // facts, store, config
     ("facts", 31),    // policy
     ("residency", 31),
@@ -57,7 +58,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("metrics", 13),
     ("config", 12), // journal (the journal's own open settings)
     ("journal", 11),
-    ("tls", 11), // knows no other module: PEM files, rustls configs, certificate facts
+    ("tls", 11),    // knows no other module: PEM files, rustls configs, certificate facts
+    ("egress", 11), // knows no other module: the SSRF guard of outbound calls (webhooks, MCP)
 ];
 
 /// Layers whose modules may import each other.
