@@ -16,9 +16,8 @@
 //!
 //! The layers, top to bottom: the binary and its wiring (`main`, `lib`, `demo`, `simulator`); the
 //! route table (`routes`); the HTTP band (`api`, `admin`; `pipeline`; `state`; `server`); the domain modules, in the order their imports give (each
-//! line may use the lines below it, never its own); the lowest layer (`journal`, `tls` and
-//! `egress`, which know no other module; `config`, which builds every section's typed config;
-//! `metrics`, `auth`, `store`).
+//! line may use the lines below it, never its own); the lowest layer (`journal`, which knows no
+//! other module; `config`, which builds every section's typed config; `metrics`, `auth`, `store`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,6 +26,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     // The top: the command line, the library root that wires the gateway, the demo, the fleet.
     ("main", 90),
+    ("cli", 90), // main's subcommands: bin-private, they reach the library as `sovereign::`
     ("lib", 90),
     ("demo", 90),
     ("simulator", 90),
