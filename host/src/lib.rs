@@ -10,6 +10,7 @@ pub mod budget;
 pub mod config;
 pub mod console;
 pub mod demo;
+pub mod egress;
 pub mod events;
 pub mod facts;
 pub mod journal;

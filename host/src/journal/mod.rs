@@ -4,14 +4,12 @@
 //! [`retention`] behind a signed anchor. Format and guarantees: docs/JOURNAL.md. The request path
 //! appends through `pipeline::audit`.
 
-mod backward;
 mod canonical;
 mod checkpoint;
 mod entry;
 pub mod query;
 mod recover;
 pub mod retention;
-mod seek;
 mod segment;
 mod tail;
 pub mod tlog;

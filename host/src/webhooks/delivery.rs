@@ -19,7 +19,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 use rand::Rng;
 
-use super::{Shared, Sub, destination, sign};
+use super::{Shared, Sub, sign};
+use crate::egress;
 use crate::store::UnixMillis;
 use crate::store::webhooks::{Attempt, AttemptRecord, Delivery, Outcome};
 
@@ -268,7 +269,7 @@ async fn attempt(shared: &Shared, sub: &Sub, d: &Delivery) -> AttemptRecord {
             format!("the receiver answered {}", r.status()),
         ),
         Err(e) => {
-            if let Some(refused) = destination::refused_in(&e) {
+            if let Some(refused) = egress::refused_in(&e) {
                 return finish(
                     None,
                     Some(format!("destination refused: {refused}")),

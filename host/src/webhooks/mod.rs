@@ -11,7 +11,6 @@
 //! waits for a delivery.
 
 mod delivery;
-pub mod destination;
 mod outbox;
 mod recorder;
 mod shape;
@@ -27,6 +26,7 @@ use url::Url;
 pub use outbox::{Outbox, PERSIST_WAIT};
 
 use crate::config::WebhooksConfig;
+use crate::egress;
 use crate::events::{Event, Metadata};
 use crate::metrics::Metrics;
 use crate::policy::shaper::Shapers;
@@ -181,7 +181,7 @@ impl Webhooks {
             builder = builder.tls_backend_preconfigured(tls);
         }
         let client = builder
-            .dns_resolver(destination::GuardedResolver {
+            .dns_resolver(egress::GuardedResolver {
                 allow_loopback: config.allow_loopback,
             })
             .redirect(reqwest::redirect::Policy::none())
@@ -223,7 +223,7 @@ impl Webhooks {
         if shared.read().len() >= shared.config.max_subscriptions {
             return Err(WebhookError::TooMany(shared.config.max_subscriptions));
         }
-        destination::check_url(&s.url, shared.config.allow_loopback)
+        egress::check_url(&s.url, shared.config.allow_loopback)
             .map_err(|e| WebhookError::Invalid(format!("`url`: {e}.")))?;
         if s.events.is_empty() || s.events.len() > MAX_EVENTS {
             return Err(WebhookError::Invalid(format!(

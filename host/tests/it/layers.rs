@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     // The top: the command line, the library root that wires the gateway, the demo, the fleet.
     ("main", 90),
+    ("cli", 90), // main's subcommands: bin-private, they reach the library as `sovereign::`
     ("lib", 90),
     ("demo", 90),
     ("simulator", 90),
@@ -44,7 +45,7 @@ const LAYERS: &[(&str, u8)] = &[
     // The domain modules, knowing no HTTP.
     ("routing", 32),  // residency, policy, upstream
     ("budget", 32),   // access, events, journal, store
-    ("webhooks", 32), // events, policy, journal, store, metrics
+    ("webhooks", 32), // events, policy, journal, store, metrics, egress
     ("rag", 32),      // facts, store, config
     ("facts", 31),    // policy
     ("residency", 31),
@@ -60,7 +61,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("metrics", 13),
     ("config", 12), // journal (the journal's own open settings)
     ("journal", 11),
-    ("tls", 11), // knows no other module: PEM files, rustls configs, certificate facts
+    ("tls", 11),    // knows no other module: PEM files, rustls configs, certificate facts
+    ("egress", 11), // knows no other module: the SSRF guard of outbound calls (webhooks, MCP)
 ];
 
 /// Layers whose modules may import each other.

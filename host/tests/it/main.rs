@@ -14,6 +14,7 @@ mod cli;
 mod fallback;
 mod gateway;
 mod hot_swap;
+mod house;
 mod journal;
 mod layers;
 mod policy;

@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::Scored;
+use super::rank::Scored;
 use super::vectors::VectorStore;
 
 const M: usize = 16;

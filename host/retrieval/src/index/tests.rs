@@ -1,5 +1,8 @@
 //! Unit tests of the hybrid index: fusion, filters, delete, replace, rebuild, compaction.
 
+use super::chunks::REBUILD_BATCH;
+use super::rank::Scored;
+use super::search::PARALLEL_SCAN;
 use super::*;
 
 const DIM: usize = 8;

@@ -8,11 +8,11 @@ use std::io::{BufReader, Seek as _, SeekFrom};
 use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
-use super::JournalError;
-use super::entry::Record;
-use super::query::{Filter, Hit, Page};
 use super::seek::{line_before, seq_of};
-use super::segment::{list_dir, next_line};
+use super::{Filter, Hit, Page};
+use crate::journal::JournalError;
+use crate::journal::entry::Record;
+use crate::journal::segment::{list_dir, next_line};
 
 /// Bytes read at a time going backwards.
 const BLOCK: usize = 64 << 10;

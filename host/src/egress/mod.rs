@@ -1,16 +1,22 @@
-//! Where deliveries may go: the SSRF guard. A destination is `http`/`https` without credentials
-//! in the URL; every address it resolves to is checked at connection time (the resolver below is
-//! the client's, so a name that later resolves elsewhere is checked again, and redirects are not
-//! followed). Refused always: link-local (169.254.0.0/16 with the cloud metadata address,
-//! fe80::/10), cloud metadata addresses and names, unspecified, multicast, broadcast — also when
-//! an IPv6 address carries the IPv4 one (mapped, compatible, NAT64, 6to4). Loopback only
-//! when `[webhooks] allow_loopback` is set. Private ranges (10/8, 172.16/12, 192.168/16, fc00::/7)
-//! are allowed: on a customer's own infrastructure, that is where receivers live
-//! (`docs/DECISIONS.md`).
+//! Egress: where the gateway's own outbound calls may go — the SSRF guard, for webhook
+//! deliveries today and for any other caller that connects to an address a user gave (an MCP
+//! client, a fetched URL). A destination is `http`/`https` without credentials in the URL; every
+//! address it resolves to is checked at connection time (`resolver::GuardedResolver` is the
+//! client's resolver, so a name that later resolves elsewhere is checked again; the caller's client
+//! follows no redirects). Refused always: link-local (169.254.0.0/16 with the cloud metadata
+//! address, fe80::/10), cloud metadata addresses and names, unspecified, multicast, broadcast —
+//! also when an IPv6 address carries the IPv4 one (mapped, compatible, NAT64, 6to4). Loopback only
+//! when the caller allows it (`[webhooks] allow_loopback`). Private ranges (10/8, 172.16/12,
+//! 192.168/16, fc00::/7) are allowed: on a customer's own infrastructure, that is where receivers
+//! live (`docs/DECISIONS.md`). Knows no other module of the gateway.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+mod resolver;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
+
+pub use resolver::{GuardedResolver, refused_in};
 
 /// Longest destination URL accepted.
 pub const MAX_URL_LEN: usize = 2_048;
@@ -57,6 +63,7 @@ pub fn check_url(raw: &str, allow_loopback: bool) -> Result<Url, Refused> {
     Ok(url)
 }
 
+/// Whether a host name may be connected to at all (metadata names are refused by name).
 fn check_name(name: &str) -> Result<(), Refused> {
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     if METADATA_NAMES.contains(&name.as_str()) {
@@ -65,7 +72,7 @@ fn check_name(name: &str) -> Result<(), Refused> {
     Ok(())
 }
 
-/// Whether a delivery may connect to `ip`.
+/// Whether an outbound call may connect to `ip`.
 pub fn check_ip(ip: IpAddr, allow_loopback: bool) -> Result<(), Refused> {
     let ip = match ip {
         // An IPv6 address that carries an IPv4 one reaches it: it is that address.
@@ -130,57 +137,6 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         || ip.is_multicast()
         || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
         || ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) // AWS metadata over IPv6
-}
-
-/// The delivery client's resolver: system resolution, then every address checked; a name that
-/// resolves only to refused addresses fails the connection with [`Refused`].
-#[derive(Debug, Clone, Copy)]
-pub struct GuardedResolver {
-    pub allow_loopback: bool,
-}
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow_loopback = self.allow_loopback;
-        let host = name.as_str().to_string();
-        Box::pin(async move {
-            check_name(&host)?;
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let mut refused = None;
-            let allowed: Vec<SocketAddr> = found
-                .into_iter()
-                .filter(|a| match check_ip(a.ip(), allow_loopback) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        refused = Some(e);
-                        false
-                    }
-                })
-                .collect();
-            if allowed.is_empty() {
-                let e: Box<dyn std::error::Error + Send + Sync> = match refused {
-                    Some(e) => Box::new(e),
-                    None => format!("{host} did not resolve").into(),
-                };
-                return Err(e);
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
-            Ok(addrs)
-        })
-    }
-}
-
-/// Whether a request error came from the guard (the destination is refused, not down).
-pub fn refused_in(e: &(dyn std::error::Error + 'static)) -> Option<Refused> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(r) = err.downcast_ref::<Refused>() {
-            return Some(r.clone());
-        }
-        cur = err.source();
-    }
-    None
 }
 
 #[cfg(test)]

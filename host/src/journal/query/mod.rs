@@ -3,19 +3,24 @@
 //! segment boundaries, a page at a time. Reads the files only (never the writer's state): the
 //! segment holding the cursor is found by its name, the cursor's line in it by a binary search
 //! (`seek`), then lines are read until the page is full; blocking file I/O, so callers run it on
-//! the blocking pool.
+//! the blocking pool. The same pages newest first are `backward`'s; both find the cursor's line
+//! with `seek`.
+
+mod backward;
+mod seek;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek as _, SeekFrom};
 use std::path::Path;
 
-use super::JournalError;
-use super::entry::{Record, Status};
-use super::seek::{line_before, seq_of};
-use super::segment::{list_dir, next_line};
+use seek::{line_before, seq_of};
+
+use crate::journal::JournalError;
+use crate::journal::entry::{Record, Status};
+use crate::journal::segment::{list_dir, next_line};
 
 /// Newest first (`order: desc`).
-pub use super::backward::query_desc;
+pub use backward::query_desc;
 
 /// Every field set must match exactly; `from` (inclusive) and `to` (exclusive) compare the
 /// entries' timestamps, which are fixed-width ISO 8601 UTC and so order as strings.
