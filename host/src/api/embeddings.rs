@@ -16,6 +16,7 @@ use crate::config::ModelKind;
 use crate::pipeline::answer::{Kind, answer};
 use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, encode_body};
+use crate::pipeline::library::{library, record_usage};
 use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::rag::BUILTIN_MODEL;
@@ -75,7 +76,7 @@ const MAX_BUILTIN_INPUTS: usize = 2048;
 /// The built-in model, in process: every input embedded as an e5 `query:` (symmetric
 /// similarity), `float` or `base64` (little-endian f32) as asked; usage recorded at no spend.
 async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, ApiError> {
-    let library = super::documents::library(call)?;
+    let library = library(call)?;
     let texts: Vec<String> = match request.body.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
@@ -108,7 +109,7 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
     }
     let base64 = request.body.get("encoding_format").and_then(Value::as_str) == Some("base64");
     let (vectors, tokens) = library.embed(texts).await.map_err(ApiError::from)?;
-    super::documents::record_usage(call, BUILTIN_MODEL, tokens).await;
+    record_usage(call, BUILTIN_MODEL, tokens).await;
     let data: Vec<Value> = vectors
         .iter()
         .enumerate()

@@ -3,7 +3,8 @@
 //! `models`, `activity` (`/v1/activity/logs`), `transparency` (the journal's checkpoints and
 //! proofs), `documents` (`/v1/documents`), `rag`
 //! (`/v1/rag/query`), `files` and `vector_stores` (the OpenAI-compatible face of the library, their
-//! lists paged by `list_page`), and `validate` (bodies checked against the convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
+//! lists paged by `list_page`, their uploads read by `multipart`), and `validate` (bodies checked
+//! against the convention). Each handler runs the pipeline's phases (`crate::pipeline`) in order; what is
 //! its own is the body it reads and the answer it gives.
 
 pub mod activity;
@@ -14,6 +15,7 @@ pub mod embeddings;
 pub mod files;
 pub mod list_page;
 pub mod models;
+pub mod multipart;
 pub mod rag;
 pub mod responses;
 pub mod transparency;

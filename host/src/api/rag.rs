@@ -17,14 +17,14 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::documents::{check_collection, library, record_usage};
 use super::validate::ChatRequest;
 use crate::pipeline::answer::{Answer, Kind, Settle, answer_parts, sse_response};
 use crate::pipeline::call::Call;
 use crate::pipeline::converse::converse;
 use crate::pipeline::guard::{self, Shape};
+use crate::pipeline::library::{library, record_usage};
 use crate::pipeline::route;
-use crate::rag::{Citation, Filters, Query, RagError};
+use crate::rag::{Citation, Filters, Query, RagError, check_collection};
 use crate::server::error::ApiError;
 
 const MAX_QUERY_CHARS: usize = 8_000;

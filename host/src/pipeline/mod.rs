@@ -19,6 +19,7 @@ pub mod converse;
 pub mod events;
 pub mod fallback;
 pub mod guard;
+pub mod library;
 pub mod observe;
 pub mod route;
 pub mod spend;
