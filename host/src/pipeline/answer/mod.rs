@@ -19,6 +19,8 @@ use super::events::completed;
 use super::fallback::{NotServed, Served};
 use super::guard::Shape;
 use super::route::{self, Routed};
+use super::spend;
+use crate::budget::Reservation;
 use crate::config::ModelConfig;
 use crate::metrics::Metrics;
 
@@ -50,6 +52,18 @@ impl Kind {
 pub enum Settle {
     Durable,
     Queued,
+}
+
+impl Settle {
+    /// Settles `reservation` at the real usage, as this says.
+    fn charge(self, call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
+        match self {
+            Settle::Durable => spend::settle_durable(call, reservation, tokens_in, tokens_out),
+            Settle::Queued => {
+                reservation.settle_now(tokens_in, tokens_out);
+            }
+        }
+    }
 }
 
 /// What an answer came to: the whole answer, checked, re-addressed and settled; or the relayed

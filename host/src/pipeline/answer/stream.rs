@@ -12,7 +12,6 @@ use crate::pipeline::call::Call;
 use crate::pipeline::events::completed;
 use crate::pipeline::fallback::Served;
 use crate::pipeline::guard::{self, Shape};
-use crate::pipeline::spend;
 use crate::server::error::ApiError;
 use crate::upstream::{CountUsage, RelayOptions, StreamOutcome, StreamSummary, relay_sse};
 
@@ -72,12 +71,7 @@ pub(super) fn relay(
                 call.count_tokens(&summary.text),
             ),
         };
-        match settle {
-            Settle::Durable => spend::settle_durable(&call, reservation, tokens_in, tokens_out),
-            Settle::Queued => {
-                reservation.settle_now(tokens_in, tokens_out);
-            }
-        }
+        settle.charge(&call, reservation, tokens_in, tokens_out);
         let status = match summary.outcome {
             StreamOutcome::Completed => 200,
             StreamOutcome::ClientGone => 499,

@@ -11,7 +11,6 @@ use crate::pipeline::call::Call;
 use crate::pipeline::events::completed;
 use crate::pipeline::fallback::Served;
 use crate::pipeline::guard::{self, Shape};
-use crate::pipeline::spend;
 use crate::server::error::ApiError;
 use crate::upstream::Usage;
 
@@ -82,12 +81,7 @@ pub(super) async fn read(
     }
     // Durable (group commit) before the answer leaves — the journal layer waits for it beside
     // the entry's append —, or queued for the caller to wait on.
-    match settle {
-        Settle::Durable => spend::settle_durable(call, reservation, tokens_in, tokens_out),
-        Settle::Queued => {
-            reservation.settle_now(tokens_in, tokens_out);
-        }
-    }
+    settle.charge(call, reservation, tokens_in, tokens_out);
     let Some(shape) = generated else {
         call.audit.usage(usage, false);
         return Ok(answer);
