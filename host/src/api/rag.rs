@@ -86,7 +86,7 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
         "citations": citations,
     });
 
-    // 4. An answer from the cited sources, through the chat route.
+    // 4. An answer from the cited sources, through the chat phases.
     if !generate {
         return Ok(Json(result).into_response());
     }
