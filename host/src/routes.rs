@@ -9,9 +9,10 @@ use axum::routing::{delete, get, post};
 use http::StatusCode;
 
 use crate::admin::{cert_identities, journal, keys, policies, shapers, teams, usage, webhooks};
+use crate::api::activity::transparency;
 use crate::api::{
     activity, chat, completions, documents, embeddings, files, models, rag, responses,
-    transparency, vector_stores,
+    vector_stores,
 };
 use crate::config::Role;
 use crate::console;

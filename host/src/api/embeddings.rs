@@ -1,7 +1,8 @@
 //! `POST /v1/embeddings`, through the same phases as chat (`crate::pipeline`): validated, routed
 //! to an embedding model inside the residency boundary, charged (the input's tokens reserved,
-//! settled at the upstream's usage), proxied with fallback, and answered in the convention's
-//! shape with the gateway's model id. The built-in model (`multilingual-e5-small-q4`, the one the
+//! settled at the upstream's usage), proxied with fallback, and answered by the pipeline's
+//! answer phase (`pipeline::answer`, `Kind::Embeddings`) in the convention's shape with the
+//! gateway's model id. The built-in model (`multilingual-e5-small-q4`, the one the
 //! document library embeds with) is served in process by [`builtin`] instead, unless a configured
 //! model has the same id.
 
@@ -12,15 +13,16 @@ use serde_json::Value;
 
 use super::validate::EmbeddingsRequest;
 use crate::config::ModelKind;
-use crate::metrics::Metrics;
+use crate::pipeline::answer::{Kind, answer};
 use crate::pipeline::call::Call;
-use crate::pipeline::fallback::{self, Served, encode_body};
+use crate::pipeline::fallback::{self, encode_body};
+use crate::pipeline::library::{library, record_usage};
 use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::rag::BUILTIN_MODEL;
 use crate::residency;
 use crate::server::error::ApiError;
-use crate::upstream::{Endpoint, Usage};
+use crate::upstream::Endpoint;
 
 pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError> {
     // 1. The request, checked against the convention.
@@ -63,21 +65,9 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     })
     .await;
 
-    // 5. The answer, with the headers of the model that served (or failed last).
-    let (model, answered) = match served {
-        Ok(served) => (
-            served.model.clone(),
-            answer(&call, served, input_tokens).await,
-        ),
-        Err(not_served) => (not_served.model().clone(), Err(not_served.into_response())),
-    };
-    let response = answered.unwrap_or_else(|failed| {
-        Metrics::inc(&call.app.0.metrics.upstream_errors_total);
-        call.audit.upstream_failed();
-        failed
-    });
-    tracing::debug!(key = %call.principal.key_id, model = %model.id, "embeddings");
-    Ok(route::label(response, &routed, &model))
+    // 5. The answer, with the headers of the model that served (or failed last): the model's
+    //    id named, settled at the upstream's usage (else the counted input).
+    Ok(answer(&call, &routed, served, false, false, Kind::Embeddings).await)
 }
 
 /// Most inputs in one request to the built-in model (the convention's own limit).
@@ -86,7 +76,7 @@ const MAX_BUILTIN_INPUTS: usize = 2048;
 /// The built-in model, in process: every input embedded as an e5 `query:` (symmetric
 /// similarity), `float` or `base64` (little-endian f32) as asked; usage recorded at no spend.
 async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, ApiError> {
-    let library = super::documents::library(call)?;
+    let library = library(call)?;
     let texts: Vec<String> = match request.body.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
@@ -119,7 +109,7 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
     }
     let base64 = request.body.get("encoding_format").and_then(Value::as_str) == Some("base64");
     let (vectors, tokens) = library.embed(texts).await.map_err(ApiError::from)?;
-    super::documents::record_usage(call, BUILTIN_MODEL, tokens).await;
+    record_usage(call, BUILTIN_MODEL, tokens).await;
     let data: Vec<Value> = vectors
         .iter()
         .enumerate()
@@ -150,40 +140,6 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
             .insert(crate::pipeline::X_DATA_RESIDENCY, region);
     }
     Ok(response)
-}
-
-/// Reads the serving model's answer, names the gateway's model in it and settles the
-/// reservation at the upstream's usage (else the counted input).
-async fn answer(call: &Call, served: Served, input_tokens: u64) -> Result<Response, Response> {
-    let Served {
-        model,
-        exchange,
-        ticket,
-        reservation,
-    } = served;
-    let started = std::time::Instant::now();
-    let read = call.app.0.upstreams.read_json(&model, exchange).await;
-    call.audit.upstream_time(started.elapsed());
-    match read {
-        Ok(mut answer) => {
-            ticket.success();
-            let tokens = answer
-                .pointer("/usage/prompt_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(input_tokens);
-            call.audit.usage(Usage::from_json(&answer), false);
-            if let Some(obj) = answer.as_object_mut() {
-                obj.insert("model".into(), Value::String(model.id.0.clone()));
-            }
-            spend::settle_durable(call, reservation, tokens, 0);
-            Ok(Json(answer).into_response())
-        }
-        Err(e) => {
-            ticket.failure(std::time::Instant::now());
-            reservation.release();
-            Err(ApiError::from(e).into_response())
-        }
-    }
 }
 
 /// Tokens of an embeddings `input`: text counted with the tokenizer, token arrays by length.

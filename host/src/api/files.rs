@@ -10,9 +10,11 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::documents::{library, read_multipart};
 use super::list_page::{Bounds, ListQuery};
+use super::multipart::read_multipart;
 use crate::pipeline::call::Call;
+use crate::pipeline::library::library;
+use crate::rag::RagError;
 use crate::server::error::ApiError;
 use crate::store::TeamId;
 use crate::store::documents::{FileRecord, NewFile};
@@ -109,7 +111,7 @@ pub async fn get(call: Call, Path(id): Path<String>) -> Result<Response, ApiErro
         .await?
     {
         Some((record, _)) => Ok(Json(file_json(&record)).into_response()),
-        None => Err(no_such_file(&id)),
+        None => Err(RagError::NoSuchFile(id).into()),
     }
 }
 
@@ -125,14 +127,9 @@ pub async fn delete(call: Call, Path(id): Path<String>) -> Result<Response, ApiE
         .delete_file(TeamId(call.principal.team_id.clone()), id.clone())
         .await?
     {
-        return Err(no_such_file(&id));
+        return Err(RagError::NoSuchFile(id).into());
     }
     Ok(Json(json!({"id": id, "object": "file", "deleted": true})).into_response())
-}
-
-pub fn no_such_file(id: &str) -> ApiError {
-    let shown: String = id.chars().take(80).collect();
-    ApiError::not_found(format!("No file `{shown}` in your team's files."))
 }
 
 fn file_json(f: &FileRecord) -> Value {

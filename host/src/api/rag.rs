@@ -6,27 +6,29 @@
 //!    embedded and searched);
 //! 3. the search in the caller's team's collection, or in all of them when none is named (absent
 //!    or empty): calibrated confidence, citations;
-//! 4. with `generate: true`, an answer through the chat route — routing, guardrail, limits,
-//!    budget and the journal apply as to any chat request — from a prompt that numbers the
-//!    citations, so the answer cites them inline as `[1]`, `[2]`.
+//! 4. with `generate: true`, an answer through the chat phases (`pipeline::converse`, then
+//!    `pipeline::answer`) — routing, guardrail, budget and the journal apply as to any chat
+//!    request — from a prompt that numbers the citations, so the answer cites them inline as
+//!    `[1]`, `[2]`.
 
 use axum::Json;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::documents::{check_collection, library, record_usage};
+use super::validate::ChatRequest;
+use crate::pipeline::answer::{Answer, Kind, Settle, answer_parts, sse_response};
 use crate::pipeline::call::Call;
-use crate::pipeline::guard;
-use crate::rag::{Citation, Filters, Query, RagError};
+use crate::pipeline::converse::converse;
+use crate::pipeline::guard::{self, Shape};
+use crate::pipeline::library::{library, record_usage};
+use crate::pipeline::route;
+use crate::rag::{Citation, Filters, Query, RagError, check_collection};
 use crate::server::error::ApiError;
 
 const MAX_QUERY_CHARS: usize = 8_000;
 const DEFAULT_TOP_K: usize = 5;
-/// Largest chat answer read back for `generate` (the chat route's own limits apply first).
-const MAX_ANSWER_BYTES: usize = 4 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -84,7 +86,7 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
         "citations": citations,
     });
 
-    // 4. An answer from the cited sources, through the chat route.
+    // 4. An answer from the cited sources, through the chat phases.
     if !generate {
         return Ok(Json(result).into_response());
     }
@@ -96,34 +98,27 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
     }
     let default_model = call.app.0.config.default_model.0.clone();
     let chat = chat_request(&request, &default_model, &query.text, &retrieved.citations);
-    let answered = super::chat::chat_completions(
-        call.clone(),
-        Body::from(serde_json::to_vec(&chat).unwrap_or_default()),
-    )
-    .await?;
-    if answered.status() != StatusCode::OK {
-        // The chat route's refusal (budget, limits, guardrail, upstream) as it is.
-        return Ok(answered);
-    }
-    let (parts, body) = answered.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_ANSWER_BYTES)
-        .await
-        .map_err(|_| ApiError::bad_request("The generated answer was too large."))?;
-    let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    // Checked and run like any chat request, for the actor it names.
+    let mut chat = ChatRequest::parse(chat)?;
+    call.identify(&chat.body, chat.body.get("messages"));
+    let (routed, served) = converse(&call, &mut chat.body, false, Shape::Chat).await?;
+    let (model, answered) =
+        answer_parts(&call, served, false, false, Kind::Chat, Settle::Durable).await;
+    let answer = match answered {
+        Ok(Answer::Whole(answer)) => answer,
+        // Never asked for: `chat_request` does not stream.
+        Ok(Answer::Stream(body)) => return Ok(route::label(sse_response(body), &routed, &model)),
+        // The chat phases' refusal (guardrail, upstream) as it is.
+        Err(failed) => return Ok(route::label(failed, &routed, &model)),
+    };
     result["answer"] = answer
         .pointer("/choices/0/message/content")
         .cloned()
         .unwrap_or(Value::Null);
     result["answer_model"] = answer.get("model").cloned().unwrap_or(Value::Null);
     result["usage"] = answer.get("usage").cloned().unwrap_or(Value::Null);
-    let mut response = Json(result).into_response();
-    // The chat route's sovereignty headers (route policy, residency) describe the answer.
-    for (name, value) in &parts.headers {
-        if name.as_str().starts_with("x-") && !response.headers().contains_key(name) {
-            response.headers_mut().insert(name.clone(), value.clone());
-        }
-    }
-    Ok(response)
+    // The route's sovereignty headers (route policy, residency) describe the answer.
+    Ok(route::label(Json(result).into_response(), &routed, &model))
 }
 
 /// The request's fields checked against their limits.
@@ -174,7 +169,12 @@ fn check(call: &Call, r: &RagRequest) -> Result<(Query, bool), ApiError> {
 }
 
 /// The chat request that answers from the numbered citations.
-fn chat_request(r: &RagRequest, default_model: &str, query: &str, citations: &[Citation]) -> Value {
+fn chat_request(
+    r: &RagRequest,
+    default_model: &str,
+    query: &str,
+    citations: &[Citation],
+) -> Map<String, Value> {
     let mut sources = String::new();
     for (i, c) in citations.iter().enumerate() {
         let place = match c.page {
@@ -189,21 +189,26 @@ fn chat_request(r: &RagRequest, default_model: &str, query: &str, citations: &[C
          like [1] or [2][3]. If the sources do not contain the answer, say that they do not.\n\n\
          {sources}"
     );
-    let mut chat = json!({
-        "model": r.model.as_deref().unwrap_or(default_model),
-        "messages": [
+    let mut chat = Map::new();
+    chat.insert(
+        "model".into(),
+        json!(r.model.as_deref().unwrap_or(default_model)),
+    );
+    chat.insert(
+        "messages".into(),
+        json!([
             {"role": "system", "content": system.trim_end()},
             {"role": "user", "content": query},
-        ],
-    });
+        ]),
+    );
     if let Some(n) = r.max_tokens {
-        chat["max_tokens"] = json!(n);
+        chat.insert("max_tokens".into(), json!(n));
     }
     if let Some(t) = r.temperature {
-        chat["temperature"] = json!(t);
+        chat.insert("temperature".into(), json!(t));
     }
     if let Some(u) = &r.user {
-        chat["user"] = json!(u);
+        chat.insert("user".into(), json!(u));
     }
     chat
 }

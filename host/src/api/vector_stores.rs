@@ -1,7 +1,7 @@
 //! `/v1/vector_stores` — the subset of OpenAI's Vector Stores API that `file_search` users call,
 //! over the document library: a vector store is a collection of the caller's team (its id is the
-//! collection's name), a file attached to it is ingested like an upload (`documents::ingest`:
-//! guardrail, journal, usage), and `search` is retrieval with the calibrated citation confidence
+//! collection's name), a file attached to it is ingested like an upload
+//! (`pipeline::library::ingest`: guardrail, journal, usage), and `search` is retrieval with the calibrated citation confidence
 //! as the score. Ingestion is synchronous: a file is `completed` when the attach call returns,
 //! and a file that cannot be read is refused with the upload's 4xx rather than kept as `failed`.
 
@@ -13,11 +13,10 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::documents::{ingest, library, record_usage};
-use super::files::no_such_file;
 use super::list_page::{Bounds, ListQuery};
 use crate::pipeline::call::Call;
-use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, Upload};
+use crate::pipeline::library::{ingest, library, record_usage};
+use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, Upload, check_metadata};
 use crate::server::error::ApiError;
 use crate::store::TeamId;
 use crate::store::documents::{DocumentRecord, VectorStoreRecord};
@@ -100,7 +99,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
         ));
     }
     let metadata = request.metadata.unwrap_or_default();
-    super::documents::check_metadata(&metadata)?;
+    check_metadata(&metadata)?;
     let file_ids = request.file_ids.unwrap_or_default();
     if file_ids.len() > MAX_FILES_AT_CREATE {
         return Err(ApiError::invalid(
@@ -116,7 +115,9 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
             .await?
             .is_none()
         {
-            return Err(no_such_file(file_id).with_param("file_ids"));
+            return Err(
+                ApiError::from(RagError::NoSuchFile(file_id.clone())).with_param("file_ids")
+            );
         }
     }
     let record = library
@@ -204,7 +205,7 @@ pub async fn attach(
         serde_json::from_value(Value::Object(map)).map_err(|e| bad_body("vector store file", e))?;
     let _ = &request.chunking_strategy;
     let attributes = request.attributes.unwrap_or_default();
-    super::documents::check_metadata(&attributes)?;
+    check_metadata(&attributes)?;
     vector_store(&call, &library, &id).await?;
     let record = attach_file(&mut call, &library, &id, &request.file_id, attributes).await?;
     Ok(Json(file_json(&record, &request.file_id)).into_response())
@@ -442,7 +443,7 @@ async fn attach_file(
         .file(TeamId(team.clone()), file_id.to_string())
         .await?
     else {
-        return Err(no_such_file(file_id).with_param("file_id"));
+        return Err(ApiError::from(RagError::NoSuchFile(file_id.to_string())).with_param("file_id"));
     };
     let upload = Upload {
         team_id: team,

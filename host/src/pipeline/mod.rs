@@ -4,17 +4,22 @@
 //!
 //! Layers: `context` (request id) → `observe` (metrics) → `admission::authenticate` →
 //! `audit::journal` → `admission::admit` → `admission::require` → `events::events_persisted`.
-//! Inference phases (run by the endpoints in `crate::api`, through [`call::Call`]): guardrail
-//! input (`guard`) → facts and route with the residency guard (`route`) → budget (`spend`) →
-//! upstream with fallback (`fallback`) → answer, guardrail output, settle → journal and events.
+//! Inference phases (run by the endpoints in `crate::api`, through [`call::Call`]): the
+//! conversation phases in [`converse::converse`] — guardrail input (`guard`) → facts and route
+//! with the residency guard (`route`) → budget (`spend`) → upstream with fallback (`fallback`) —,
+//! then the answer phases in [`answer::answer`] — read or relay, guardrail output, settle, label,
+//! `request.completed` (`events`) —, then the journal entry.
 
 pub mod admission;
+pub mod answer;
 pub mod audit;
 pub mod call;
 pub mod context;
+pub mod converse;
 pub mod events;
 pub mod fallback;
 pub mod guard;
+pub mod library;
 pub mod observe;
 pub mod route;
 pub mod spend;

@@ -1,8 +1,10 @@
-//! Uploads into the library: the real type detected from the bytes, the text extracted in a
-//! child process under the time and memory budget (`sovereign extract-document`), chunked by
-//! tokens with page and paragraph kept ([`Library::extract`]); then — after the caller's
-//! guardrail has read or redacted the chunk texts — embedded, stored in one transaction and
-//! added to the index ([`Library::add`]). Nothing is stored until everything before it worked.
+//! Uploads into the library, top to bottom in [`Library::ingest`]: a re-upload of the same bytes
+//! answered with the stored record ([`Library::existing`]); the real type detected from the
+//! bytes, the text extracted in a child process under the time and memory budget (`sovereign
+//! extract-document`), chunked by tokens with page and paragraph kept ([`Library::extract`]);
+//! then — after the caller's check (the guardrail) has read or redacted the chunk texts —
+//! embedded, stored in one transaction and added to the index ([`Library::add`]). Nothing is
+//! stored until everything before it worked.
 
 use std::sync::Arc;
 
@@ -53,7 +55,48 @@ pub struct Extracted {
     _permit: OwnedSemaphorePermit,
 }
 
+/// What an ingest came to: the document's record; `created` when it was stored now (`false`: the
+/// team's collection already held these bytes); the o200k tokens embedded (0 when not created).
+#[derive(Debug)]
+pub struct Ingested {
+    pub record: DocumentRecord,
+    pub created: bool,
+    pub tokens: u64,
+}
+
 impl Library {
+    /// An upload into the library whose bytes hash to `sha256` ([`Upload::sha256`]), top to
+    /// bottom: the stored record of the same bytes, else extracted and chunked, the chunk texts
+    /// through `check` (which refuses, or redacts in place what is stored), then embedded,
+    /// stored and indexed.
+    pub async fn ingest<E: From<RagError>>(
+        &self,
+        upload: Upload,
+        sha256: String,
+        check: impl AsyncFnOnce(&mut [String]) -> Result<(), E>,
+    ) -> Result<Ingested, E> {
+        // The same bytes in the same collection: the stored record.
+        if let Some(record) = self.existing(&upload, &sha256).await? {
+            return Ok(Ingested {
+                record,
+                created: false,
+                tokens: 0,
+            });
+        }
+        // Text with provenance, extracted in a child process, then chunked.
+        let mut extracted = self.extract(&upload).await?;
+        // The caller's check on the chunks: refused (nothing stored) or redacted.
+        check(&mut extracted.texts).await?;
+        // Embedded, stored, indexed.
+        let tokens = extracted.tokens;
+        let (record, created) = self.add(upload, sha256, extracted).await?;
+        Ok(Ingested {
+            record,
+            created,
+            tokens: if created { tokens } else { 0 },
+        })
+    }
+
     /// The team's document in `collection` with these bytes (a re-upload), if any.
     pub async fn existing(
         &self,

@@ -1,18 +1,21 @@
 //! The document library and retrieval (issue 15; `docs/DOCUMENTS.md`): [`Library`] turns
 //! uploads into stored, embedded chunks (`ingest`) and answers queries with citations and a
-//! calibrated confidence (`query`). It knows no HTTP: `api::documents` and `api::rag` run the
-//! request path (guardrail, journal, usage) around it.
+//! calibrated confidence (`query`), checks collection names and metadata (`checks`) and records
+//! the embedding model's work in usage (`usage`). It knows no HTTP: `pipeline::library` runs the
+//! request's phases (guardrail, journal, usage) around it for the endpoints.
 //!
 //! The engines are the workspace's own crates: `sovereign-documents` (detect, extract in a
 //! child process, chunk) and `sovereign-retrieval` (multilingual e5 in process, the hybrid
 //! vector + BM25 index, confidence). The store keeps documents, chunk text and vectors; the
 //! index lives in memory and is rebuilt from the store at start.
 
+mod checks;
 mod embedder;
 mod ingest;
 mod load;
 mod query;
 mod sync;
+pub mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -29,7 +32,8 @@ use crate::store::documents::{DocumentRecord, DocumentStore};
 use crate::upstream::UpstreamError;
 use embedder::Embedder;
 
-pub use ingest::{Extracted, Upload};
+pub use checks::{check_collection, check_metadata};
+pub use ingest::{Extracted, Ingested, Upload};
 pub use query::{Citation, Filters, MAX_TOP_K, Query, Retrieved};
 
 /// The id of the built-in embedding model, as clients name it (`/v1/embeddings`, records).
@@ -54,6 +58,15 @@ pub enum RagError {
     /// A blocking worker panicked or was cancelled.
     #[error("document worker failed: {0}")]
     Worker(String),
+    /// A parameter the library refuses (a collection name, metadata): which, and why.
+    #[error("{message}")]
+    Invalid {
+        param: &'static str,
+        message: String,
+    },
+    /// No file with this id in the team's files.
+    #[error("no file `{0}` in the team's files")]
+    NoSuchFile(String),
 }
 
 /// What the library knows of a document without reading the store: enough to filter and cite.

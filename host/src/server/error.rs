@@ -13,6 +13,7 @@ use crate::access::Refusal;
 use crate::auth::AuthError;
 use crate::budget::BudgetError;
 use crate::facts::FactsError;
+use crate::rag::RagError;
 use crate::routing::RoutingError;
 use crate::routing::registry::RegistryError;
 use crate::upstream::UpstreamError;
@@ -321,6 +322,63 @@ impl From<UpstreamError> for ApiError {
             | UpstreamError::Protocol { .. } => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", message)
                     .with_code("upstream_unavailable")
+            }
+        }
+    }
+}
+
+impl From<RagError> for ApiError {
+    fn from(e: RagError) -> Self {
+        match e {
+            RagError::Unavailable(why) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                format!("Documents and retrieval are unavailable on this gateway: {why}."),
+            )
+            .with_code("retrieval_unavailable"),
+            RagError::Extract(e) => {
+                let status = StatusCode::from_u16(e.status_hint())
+                    .unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+                let code = match e {
+                    sovereign_documents::ExtractError::Unsupported { .. } => {
+                        "unsupported_file_type".to_string()
+                    }
+                    _ => serde_json::to_value(&e)
+                        .ok()
+                        .and_then(|v| {
+                            v.get("error")
+                                .and_then(serde_json::Value::as_str)
+                                .map(str::to_owned)
+                        })
+                        .unwrap_or_else(|| "unreadable_document".into()),
+                };
+                let kind = if status.is_server_error() {
+                    "server_error"
+                } else {
+                    "invalid_request_error"
+                };
+                let mut message = e.to_string();
+                if let Some(first) = message.get_mut(0..1) {
+                    first.make_ascii_uppercase();
+                }
+                ApiError::new(status, kind, format!("{message}."))
+                    .with_code(code)
+                    .with_param("file")
+            }
+            RagError::Invalid { param, message } => ApiError::invalid(param, message),
+            RagError::NoSuchFile(id) => {
+                let shown: String = id.chars().take(80).collect();
+                ApiError::not_found(format!("No file `{shown}` in your team's files."))
+            }
+            RagError::Store(e) => ApiError::from(e),
+            RagError::Upstream(e) => ApiError::from(e),
+            e @ (RagError::Embed(_) | RagError::Worker(_)) => {
+                tracing::error!(error = %e, "document library failure");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_error",
+                    "The document library failed to process the request.",
+                )
             }
         }
     }

@@ -14,6 +14,15 @@
 //! library wires everything together). A module missing from the table fails the test: add its
 //! line. `EXCEPTIONS` names the few imports tolerated for now, each with why and when it goes.
 //!
+//! Inside `api/`, a second rule: an endpoint file may not import a sibling endpoint (issue 47:
+//! shared phases live in `pipeline/`, shared retrieval in `rag/`). A file under `api/` belongs to
+//! the endpoint of its first path component there (`api/chat.rs` → `chat`, `api/responses/
+//! items.rs` → `responses`); every `super::…` (resolved from the file's own module path; from a
+//! file's first `#[cfg(test)]` on, its test module, where `super` is the file itself, it is not
+//! read) and every `crate::api::…` naming
+//! another endpoint is a violation, unless that module is one of `API_SHARED`, the HTTP edge's
+//! helpers that are no endpoint. An endpoint's own sub-folder importing its `mod.rs` is its own.
+//!
 //! The layers, top to bottom: the binary and its wiring (`main`, `lib`, `demo`, `simulator`); the
 //! route table (`routes`); the HTTP band (`api`, `admin`; `pipeline`; `state`; `server`); the domain services (`services`); the domain modules, in the order their imports give (each
 //! line may use the lines below it, never its own); the lowest layer (`journal`, which knows no
@@ -68,6 +77,14 @@ const LAYERS: &[(&str, u8)] = &[
 /// Layers whose modules may import each other.
 const PEERS_MAY_IMPORT: &[u8] = &[90];
 
+/// Modules of `api/` that are shared HTTP-edge helpers, not endpoints: every endpoint may import
+/// them. Each serves several endpoints and answers no route of its own.
+const API_SHARED: &[&str] = &[
+    "validate",  // chat, completion and embeddings bodies checked against the convention
+    "list_page", // OpenAI's list parameters: the files and vector-store lists
+    "multipart", // multipart forms read under the upload limit: documents and files
+];
+
 /// Imports tolerated for now: (importing file under `host/src`, imported module, why and until
 /// when). Each entry must still be needed (the test fails on a stale one).
 const EXCEPTIONS: &[(&str, &str, &str)] = &[];
@@ -102,9 +119,8 @@ fn module_of(rel: &str) -> &str {
     first.strip_suffix(".rs").unwrap_or(first)
 }
 
-/// Every `crate::<name>` in `text` outside comments, with its 1-based line.
-fn imports(text: &str) -> Vec<(usize, String)> {
-    // Comments blanked (their bytes kept as spaces), so offsets still map to lines.
+/// `text` with its comments blanked (their bytes kept as spaces), so offsets still map to lines.
+fn without_comments(text: &str) -> String {
     let mut code = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let end = line.find("//").unwrap_or(line.len());
@@ -115,6 +131,14 @@ fn imports(text: &str) -> Vec<(usize, String)> {
                 .map(|c| if c == '\n' { '\n' } else { ' ' }),
         );
     }
+    code
+}
+
+/// Every path starting with `prefix` (`crate::`, `super::`) in `code`, not preceded by an
+/// identifier character, `$` or `:`: its start, and the first segment after the prefix with its
+/// 1-based line — each item's first segment for a brace group (`prefix{a::X, b::{Y, Z}, c}`).
+/// Consecutive `super::`s are one path: its start is the first, the segments follow the last.
+fn paths_after(code: &str, prefix: &str) -> Vec<(usize, usize, String)> {
     let bytes = code.as_bytes();
     let line_at = |pos: usize| code[..pos].matches('\n').count() + 1;
     let ident_at = |mut pos: usize| {
@@ -129,18 +153,21 @@ fn imports(text: &str) -> Vec<(usize, String)> {
     };
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(i) = code[from..].find("crate::") {
+    while let Some(i) = code[from..].find(prefix) {
         let at = from + i;
-        from = at + "crate::".len();
+        from = at + prefix.len();
         let preceded = at > 0 && {
             let b = bytes[at - 1];
-            b == b'$' || b.is_ascii_alphanumeric() || b == b'_'
+            b == b'$' || b == b':' || b.is_ascii_alphanumeric() || b == b'_'
         };
         if preceded {
             continue;
         }
+        while code[from..].starts_with(prefix) {
+            from += prefix.len();
+        }
         if bytes.get(from) == Some(&b'{') {
-            // `crate::{a::X, b::{Y, Z}, c}`: the first segment of each item at depth 1.
+            // `prefix{a::X, b::{Y, Z}, c}`: the first segment of each item at depth 1.
             let mut depth = 0usize;
             let mut pos = from;
             let mut item_start = true;
@@ -160,7 +187,7 @@ fn imports(text: &str) -> Vec<(usize, String)> {
                     _ if item_start && !bytes[pos].is_ascii_whitespace() => {
                         let (start, name) = ident_at(pos);
                         if !name.is_empty() && name != "self" {
-                            found.push((line_at(start), name.to_string()));
+                            found.push((at, line_at(start), name.to_string()));
                         }
                         item_start = false;
                     }
@@ -171,11 +198,19 @@ fn imports(text: &str) -> Vec<(usize, String)> {
         } else {
             let (start, name) = ident_at(from);
             if !name.is_empty() {
-                found.push((line_at(start), name.to_string()));
+                found.push((at, line_at(start), name.to_string()));
             }
         }
     }
     found
+}
+
+/// Every `crate::<name>` in `text` outside comments, with its 1-based line.
+fn imports(text: &str) -> Vec<(usize, String)> {
+    paths_after(&without_comments(text), "crate::")
+        .into_iter()
+        .map(|(_, line, name)| (line, name))
+        .collect()
 }
 
 /// The violations in one file (`rel`: its path under `host/src`).
@@ -215,6 +250,57 @@ fn check_file(rel: &str, text: &str) -> Vec<Violation> {
     out
 }
 
+/// The endpoint rule inside `api/` for one file (`rel`: its path under `host/src`): every
+/// `super::…` and `crate::api::…` that names another endpoint than the file's own, and no
+/// `API_SHARED` helper.
+fn check_api_file(rel: &str, text: &str) -> Vec<Violation> {
+    // The file's module path: `api/responses/items.rs` → [api, responses, items].
+    let mut path: Vec<&str> = rel.trim_end_matches(".rs").split('/').collect();
+    if path.last() == Some(&"mod") {
+        path.pop();
+    }
+    if path.first() != Some(&"api") || path.len() < 2 {
+        return Vec::new();
+    }
+    let own = path[1];
+    let code = without_comments(text);
+    // A test module is nested: there `super` is the file's own module; it is not read.
+    let body = code
+        .find("#[cfg(test)]")
+        .map_or(&code[..], |end| &code[..end]);
+    let mut named: Vec<(usize, String)> = Vec::new();
+    for (at, line, first) in paths_after(body, "super::") {
+        let mut ups = 0;
+        while body[at + ups * "super::".len()..].starts_with("super::") {
+            ups += 1;
+        }
+        let parent = &path[..path.len().saturating_sub(ups)];
+        match parent {
+            // `super::` of a top-level endpoint file: a sibling in `api/`.
+            ["api"] => named.push((line, first)),
+            // Inside an endpoint's folder: its own.
+            ["api", endpoint, ..] => named.push((line, (*endpoint).to_string())),
+            _ => {}
+        }
+    }
+    for (_, line, first) in paths_after(&code, "crate::api::") {
+        named.push((line, first));
+    }
+    named
+        .into_iter()
+        .filter(|(_, to)| to != own && !API_SHARED.contains(&to.as_str()))
+        .map(|(line, to)| Violation {
+            file: rel.to_string(),
+            line,
+            from: format!("api::{own}"),
+            to: format!("api::{to}"),
+            rule: "an endpoint may not import a sibling endpoint: move what they share into \
+                   `pipeline/`, the domain, or an `API_SHARED` helper"
+                .to_string(),
+        })
+        .collect()
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -242,6 +328,7 @@ fn no_module_imports_a_higher_layer() {
             .replace('\\', "/");
         let text = std::fs::read_to_string(path).unwrap();
         violations.extend(check_file(&rel, &text));
+        violations.extend(check_api_file(&rel, &text));
     }
     let mut used = vec![false; EXCEPTIONS.len()];
     violations.retain(|v| {
@@ -314,4 +401,39 @@ fn the_checker_reads_brace_groups_inline_paths_and_peers() {
             .rule
             .contains("not in the layer table")
     );
+}
+
+#[test]
+fn the_checker_refuses_an_endpoint_importing_a_sibling_endpoint() {
+    // A top-level endpoint: `super::chat` and `crate::api::files` are siblings; `validate` and
+    // `multipart` are shared helpers; the test module's `super::*` is the file itself.
+    let text = "use super::chat::chat_completions;\nuse super::{multipart, validate::X};\n\
+                fn f() { crate::api::files::create(); }\n\
+                #[cfg(test)]\nmod tests { use super::*; use super::helper; }\n";
+    let v = check_api_file("api/rag.rs", text);
+    let got: Vec<(usize, &str)> = v.iter().map(|v| (v.line, v.to.as_str())).collect();
+    assert_eq!(got, vec![(1, "api::chat"), (3, "api::files")], "{v:?}");
+    assert!(
+        v[0].to_string().starts_with(
+            "host/src/api/rag.rs:1: `api::rag` imports `crate::api::chat`: an endpoint may not"
+        ),
+        "{}",
+        v[0]
+    );
+    // An endpoint's own folder: `super::` is its own module; `super::super::` reaches `api/`.
+    let text = "use super::Draft;\nuse super::items::{self, ItemIds};\n\
+                use super::super::validate::ChatRequest;\nuse super::super::chat::serve;\n\
+                use crate::api::responses::convert;\n";
+    let v = check_api_file("api/responses/stream.rs", text);
+    let got: Vec<(usize, &str)> = v.iter().map(|v| (v.line, v.to.as_str())).collect();
+    assert_eq!(got, vec![(4, "api::chat")], "{v:?}");
+    // A folder's `mod.rs` is the endpoint itself: its `super::` is `api/`.
+    let v = check_api_file(
+        "api/activity/mod.rs",
+        "mod export;\nuse super::documents::x;\n",
+    );
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0].to, "api::documents");
+    // Files outside `api/` are not this rule's.
+    assert!(check_api_file("pipeline/answer/mod.rs", "use super::chat::x;").is_empty());
 }

@@ -5,7 +5,7 @@
 //! 1. the body checked (`convert::ResponsesRequest`: input items, function tools, `text.format`);
 //! 2. the conversation so far rebuilt from the store when `previous_response_id` names a stored
 //!    response of the caller's team (another team's id is 404);
-//! 3. the chat phases on the whole conversation (`chat::serve`: guardrail over every text —
+//! 3. the conversation phases on the whole conversation (`pipeline::converse`: guardrail over every text —
 //!    instructions, the chain, tool outputs — facts and routing, residency, budget, the upstream
 //!    with fallback);
 //! 4. the answer reshaped: output items and usage on a whole answer, or the typed event stream
@@ -26,10 +26,11 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::chat::{self, Answer, Settle};
 use super::validate::ChatRequest;
 use crate::access::Principal;
+use crate::pipeline::answer::{Answer, Kind, Settle, answer_parts, sse_response};
 use crate::pipeline::call::Call;
+use crate::pipeline::converse::converse;
 use crate::pipeline::guard::Shape;
 use crate::pipeline::route;
 use crate::server::error::ApiError;
@@ -60,7 +61,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     let mut chat = ChatRequest::parse(request.chat_body(history)?)?;
     chat.wants_usage = true;
     let turn_len = request.turn.len();
-    let (routed, served) = chat::serve(&call, &mut chat).await?;
+    let (routed, served) = converse(&call, &mut chat.body, chat.stream, Shape::Chat).await?;
     // This turn's messages and the instructions as the guardrail left them (redacted): what is
     // stored and shown.
     let messages = chat.body["messages"]
@@ -83,7 +84,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
         Settle::Durable
     };
     let (model, answered) =
-        chat::answer_parts(&call, served, request.stream, true, Shape::Chat, settle).await;
+        answer_parts(&call, served, request.stream, true, Kind::Chat, settle).await;
     let mut draft = Draft {
         id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
         created_at: call.app.0.access.now_ms(),
@@ -97,7 +98,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
             draft.store(&call, &object).await;
             Json(object).into_response()
         }
-        Ok(Answer::Stream(body)) => chat::sse_response(stream::events(call.clone(), draft, body)),
+        Ok(Answer::Stream(body)) => sse_response(stream::events(call.clone(), draft, body)),
         Err(failed) => failed,
     };
     Ok(route::label(response, &routed, &model))

@@ -72,7 +72,7 @@ pub enum Shape {
 
 impl Shape {
     /// The text of a whole answer's choice, relative to the choice.
-    fn whole_text(self) -> &'static str {
+    pub(in crate::pipeline) fn whole_text(self) -> &'static str {
         match self {
             Shape::Chat => "/message/content",
             Shape::Completion => "/text",

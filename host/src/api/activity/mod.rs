@@ -6,9 +6,13 @@
 //! Replicas (`[store] postgres`) answer from the shared index of every replica's chain
 //! (`state::journal_index`), ordered by time, then replica, then seq; `replica` narrows to one
 //! chain. This replica's own entries are copied there first, so a client reads its own writes.
+//!
+//! The same log proved: `transparency` (checkpoints, inclusion and consistency proofs under
+//! `/v1/activity/`).
 
 mod cursor;
 mod export;
+pub mod transparency;
 
 use std::path::PathBuf;
 use std::sync::Arc;
