@@ -12,11 +12,14 @@ pub mod clock;
 pub mod documents;
 pub mod group_commit;
 pub mod journal_index;
+pub mod keys;
 pub mod policies;
 pub mod postgres;
 pub mod responses;
 pub(crate) mod rules;
+pub(crate) mod sql;
 pub mod sqlite;
+pub mod teams;
 pub mod types;
 pub mod webhooks;
 
@@ -26,10 +29,12 @@ use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook,
 pub use cert_identities::{CertIdentity, CertSource, NewCertIdentity};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use journal_index::{JournalRow, JournalScan, TlogHead};
+pub use keys::{CreatedKey, KeyInfo, KeyState, NewKey};
 pub use policies::{PolicyKind, StoredPolicy};
+pub use teams::{NewTeam, Team, TeamPatch};
 pub use types::{
-    BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
-    ReservationId, ReserveOutcome, Team, TeamId, TeamPatch, UsageFilter, UsageRecord, UsageRow,
+    BudgetScope, BudgetState, KeyId, Micros, Plan, ReservationId, ReserveOutcome, TeamId,
+    UsageFilter, UsageRecord, UsageRow,
 };
 
 /// Every way a store call can fail. Business outcomes that are not failures (an unknown hash, a
