@@ -127,9 +127,8 @@ impl PgStore {
             .recycle_timeout(Some(RECYCLE_TIMEOUT))
             .build()
             .map_err(|e| StoreError::Pool(e.to_string()))?;
-        let mut conn = pool.get().await?;
-        migrations::migrate_to(&mut conn, migrations::latest(), clock.now_ms()).await?;
-        drop(conn);
+        let conn = pool.get().await?;
+        migrations::migrate_to(conn, migrations::latest(), clock.now_ms()).await?;
         Ok(PgStore { pool, clock })
     }
 
@@ -141,7 +140,7 @@ impl PgStore {
     /// The database's schema version.
     pub async fn schema_version(&self) -> StoreResult<i64> {
         let conn = self.pool.get().await?;
-        migrations::version(&conn).await
+        migrations::version(conn).await
     }
 
     /// Runs `f` with a pooled connection and the current time.

@@ -8,6 +8,7 @@
 //! On SQLite the methods never await: the back end drives a choreography to its end on the
 //! thread that holds the connection ([`sqlite::finish`]).
 
+pub(crate) mod migrate;
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
 mod value;
@@ -26,6 +27,14 @@ pub(crate) struct Sql<'a> {
 }
 
 impl<'a> Sql<'a> {
+    /// A text both dialects read alike (no parameters, or a back end's own script).
+    pub(crate) const fn same(text: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: text,
+            postgres: text,
+        }
+    }
+
     /// A step SQLite has no use for (it answers no rows, 0 changed).
     pub(crate) const fn postgres_only(postgres: &'a str) -> Sql<'a> {
         Sql {
@@ -41,6 +50,8 @@ pub(crate) trait Db {
     async fn execute(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<u64>;
     async fn query(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<Vec<Row>>;
     async fn query_opt(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<Option<Row>>;
+    /// Runs a script of statements without parameters (a migration).
+    async fn batch(&self, sql: Sql<'_>) -> StoreResult<()>;
 }
 
 /// A connection that can begin a write transaction (SQLite's `BEGIN IMMEDIATE`, PostgreSQL's

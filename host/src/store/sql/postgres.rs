@@ -113,6 +113,10 @@ impl<C: GenericClient + Sync> Db for Pg<C> {
             .map(row)
             .transpose()
     }
+
+    async fn batch(&self, sql: Sql<'_>) -> StoreResult<()> {
+        Ok(self.0.batch_execute(sql.postgres).await?)
+    }
 }
 
 impl Conn for Pg<Object> {

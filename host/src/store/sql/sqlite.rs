@@ -92,6 +92,10 @@ impl<C: Deref<Target = Connection>> Db for C {
     async fn query_opt(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<Option<Row>> {
         Ok(rows(self, sql, params, 1)?.pop())
     }
+
+    async fn batch(&self, sql: Sql<'_>) -> StoreResult<()> {
+        Ok(self.execute_batch(sql.sqlite)?)
+    }
 }
 
 impl Conn for &mut Connection {
