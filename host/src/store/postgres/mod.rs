@@ -40,6 +40,7 @@ use super::documents::{
     NewDocument, NewFile, StoredChunk, VectorStoreRecord,
 };
 use super::keys::sql as keys;
+use super::responses::sql as stored_responses;
 use super::sql::postgres::Pg;
 use super::teams::sql as teams;
 use super::webhooks::subscriptions;
@@ -425,15 +426,15 @@ impl Store for PgStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<StoredResponse>>> {
-        self.run(move |c, _| async move { responses::get(&c, &team, &id).await })
+        self.run(move |c, _| async move { stored_responses::get(&Pg(c), &team, &id).await })
     }
 
     fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { responses::delete(&c, &team, &id).await })
+        self.run(move |c, _| async move { stored_responses::delete(&Pg(c), &team, &id).await })
     }
 
     fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| async move { responses::purge(&c, before).await })
+        self.run(move |c, _| async move { stored_responses::purge(&Pg(c), before).await })
     }
 
     fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {

@@ -25,6 +25,7 @@ use rusqlite::Connection;
 use super::cert_identities::sql as cert_identities;
 use super::group_commit;
 use super::keys::sql as keys;
+use super::responses::sql as stored_responses;
 use super::sql::sqlite::finish;
 use super::teams::sql as teams;
 use super::webhooks::subscriptions;
@@ -203,15 +204,15 @@ impl Store for SqliteStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<crate::store::responses::StoredResponse>>> {
-        self.run(move |c, _| responses::get(c, &team, &id))
+        self.run(move |c, _| finish(stored_responses::get(&c, &team, &id)))
     }
 
     fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| responses::delete(c, &team, &id))
+        self.run(move |c, _| finish(stored_responses::delete(&c, &team, &id)))
     }
 
     fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| responses::purge(c, before))
+        self.run(move |c, _| finish(stored_responses::purge(&c, before)))
     }
 
     fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
