@@ -2,6 +2,11 @@
 //! trait; [`sqlite::SqliteStore`] is the embedded back end and [`postgres::PgStore`] the one
 //! replicas share (`docs/STORE.md`); [`rules`] is what both apply around their SQL.
 //!
+//! A resource written once for both back ends is a folder: its types in `mod.rs`, its statements
+//! (each in both dialects, side by side) and its steps in `sql.rs`, over [`sql`]'s transaction
+//! traits ([`teams`], [`keys`], [`cert_identities`], [`webhooks`]' subscriptions, [`responses`]'
+//! reads). The rest still lives per back end in `sqlite/` and `postgres/`.
+//!
 //! The trait is object-safe (`Arc<dyn Store>`): each method returns a boxed future rather than
 //! being an `async fn`, because `async fn` in traits cannot be called through `dyn` on Rust 1.95.
 //! The box costs one allocation per call, nothing next to a database round trip; the hot path

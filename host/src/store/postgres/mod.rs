@@ -14,6 +14,7 @@
 
 mod budgets;
 mod documents;
+mod errors;
 mod journal_index;
 pub(crate) mod migrations;
 mod policies;
@@ -27,12 +28,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{
-    GenericClient, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+    GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime,
 };
 use futures_util::future::BoxFuture;
 use tokio_postgres::NoTls;
 use tokio_postgres::config::SslMode;
-use tokio_postgres::error::SqlState;
 
 use super::cert_identities::sql as cert_identities;
 use super::documents::{
@@ -51,6 +51,8 @@ use super::{
     Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, TlogHead, UnixMillis,
     UsageFilter, UsageRecord, UsageRow, responses::StoredResponse,
 };
+pub(crate) use errors::describe;
+use errors::is;
 use statements::{Filters, Params, execute, query, query_one, query_opt};
 
 /// Session options of every connection: one plan per prepared statement (`connect`).
@@ -158,38 +160,6 @@ impl PgStore {
             f(conn, now).await
         })
     }
-}
-
-impl From<PoolError> for StoreError {
-    fn from(e: PoolError) -> Self {
-        match e {
-            PoolError::Backend(e) => StoreError::Pool(format!("connecting: {}", describe(&e))),
-            other => StoreError::Pool(other.to_string()),
-        }
-    }
-}
-
-/// A PostgreSQL error in one line: the server's message and SQLSTATE, or what failed on the
-/// client's side and why (the detail, which may quote row values, is left out).
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!(
-            "{}: {} (SQLSTATE {})",
-            db.severity(),
-            db.message(),
-            db.code().code()
-        );
-    }
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
-}
-
-/// Whether `e` is the server refusing a statement with `code` (a unique or foreign key
-/// violation, …).
-fn is(e: &StoreError, code: &SqlState) -> bool {
-    matches!(e, StoreError::Postgres(p) if p.code() == Some(code))
 }
 
 /// [`PLAN_ONCE`], then the URL's own options (later settings win).
