@@ -2,6 +2,11 @@
 //! trait; [`sqlite::SqliteStore`] is the embedded back end and [`postgres::PgStore`] the one
 //! replicas share (`docs/STORE.md`); [`rules`] is what both apply around their SQL.
 //!
+//! A resource written once for both back ends is a folder: its types in `mod.rs`, its statements
+//! (each in both dialects, side by side) and its steps in `sql.rs`, over [`sql`]'s transaction
+//! traits ([`teams`], [`keys`], [`cert_identities`], [`webhooks`]' subscriptions, [`responses`]'
+//! reads). The rest still lives per back end in `sqlite/` and `postgres/`.
+//!
 //! The trait is object-safe (`Arc<dyn Store>`): each method returns a boxed future rather than
 //! being an `async fn`, because `async fn` in traits cannot be called through `dyn` on Rust 1.95.
 //! The box costs one allocation per call, nothing next to a database round trip; the hot path
@@ -12,11 +17,14 @@ pub mod clock;
 pub mod documents;
 pub mod group_commit;
 pub mod journal_index;
+pub mod keys;
 pub mod policies;
 pub mod postgres;
 pub mod responses;
 pub(crate) mod rules;
+pub(crate) mod sql;
 pub mod sqlite;
+pub mod teams;
 pub mod types;
 pub mod webhooks;
 
@@ -26,10 +34,12 @@ use webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook,
 pub use cert_identities::{CertIdentity, CertSource, NewCertIdentity};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use journal_index::{JournalRow, JournalScan, TlogHead};
+pub use keys::{CreatedKey, KeyInfo, KeyState, NewKey};
 pub use policies::{PolicyKind, StoredPolicy};
+pub use teams::{NewTeam, Team, TeamPatch};
 pub use types::{
-    BudgetScope, BudgetState, CreatedKey, KeyId, KeyInfo, KeyState, Micros, NewKey, NewTeam, Plan,
-    ReservationId, ReserveOutcome, Team, TeamId, TeamPatch, UsageFilter, UsageRecord, UsageRow,
+    BudgetScope, BudgetState, KeyId, Micros, Plan, ReservationId, ReserveOutcome, TeamId,
+    UsageFilter, UsageRecord, UsageRow,
 };
 
 /// Every way a store call can fail. Business outcomes that are not failures (an unknown hash, a

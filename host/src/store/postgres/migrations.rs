@@ -5,12 +5,11 @@
 //! transactional, so a failure mid-upgrade leaves the previous version whole. Never edit a
 //! published migration: add one.
 
-use tokio_postgres::Client;
+use deadpool_postgres::Object;
 
-use crate::store::{StoreError, StoreResult, UnixMillis};
-
-/// The advisory lock key migrations serialise on (`pg_advisory_xact_lock`): "Sov" + "migr".
-const MIGRATION_LOCK: i64 = 0x0053_6f76_6d69_6772;
+use crate::store::sql::migrate;
+use crate::store::sql::postgres::Pg;
+use crate::store::{StoreResult, UnixMillis};
 
 /// Migration `i` (0-based) brings the schema to version `i + 1`.
 ///
@@ -255,61 +254,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes.
 pub(crate) fn latest() -> i64 {
-    i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX)
+    migrate::latest(MIGRATIONS)
 }
 
 /// The database's schema version (0 for an empty database).
-pub(crate) async fn version(c: &Client) -> StoreResult<i64> {
-    let exists: bool = c
-        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])
-        .await?
-        .try_get(0)?;
-    if !exists {
-        return Ok(0);
-    }
-    Ok(
-        c.query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])
-            .await?
-            .try_get(0)?,
-    )
+pub(crate) async fn version(c: Object) -> StoreResult<i64> {
+    migrate::version(&Pg(c)).await
 }
 
 /// Applies migrations up to `target` (normally [`latest`]) in one transaction, under the
 /// advisory lock; returns the version the database is at afterwards. Refuses a database newer
 /// than this build.
-pub(crate) async fn migrate_to(c: &mut Client, target: i64, now: UnixMillis) -> StoreResult<i64> {
-    let tx = c.transaction().await?;
-    // Held until commit or rollback: a second replica waits here, then sees the work done.
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_version (
-             version    BIGINT PRIMARY KEY,
-             applied_at BIGINT NOT NULL
-         )",
-    )
-    .await?;
-    let current = version(tx.client()).await?;
-    if current > latest() {
-        return Err(StoreError::SchemaTooNew {
-            found: current,
-            known: latest(),
-        });
-    }
-    let mut at = current;
-    for (i, sql) in MIGRATIONS.iter().enumerate() {
-        let v = i64::try_from(i).unwrap_or(i64::MAX) + 1;
-        if v <= current || v > target {
-            continue;
-        }
-        tx.batch_execute(sql).await?;
-        tx.execute(
-            "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
-            &[&v, &now],
-        )
-        .await?;
-        at = v;
-    }
-    tx.commit().await?;
-    Ok(at)
+pub(crate) async fn migrate_to(c: Object, target: i64, now: UnixMillis) -> StoreResult<i64> {
+    migrate::migrate_to(&mut Pg(c), MIGRATIONS, target, now).await
 }

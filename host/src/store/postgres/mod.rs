@@ -13,15 +13,13 @@
 //! the reasoning.
 
 mod budgets;
-mod cert_identities;
 mod documents;
+mod errors;
 mod journal_index;
-mod keys;
 pub(crate) mod migrations;
 mod policies;
 mod responses;
 mod statements;
-mod teams;
 mod usage;
 mod webhooks;
 
@@ -30,17 +28,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{
-    GenericClient, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+    GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime,
 };
 use futures_util::future::BoxFuture;
 use tokio_postgres::NoTls;
 use tokio_postgres::config::SslMode;
-use tokio_postgres::error::SqlState;
 
+use super::cert_identities::sql as cert_identities;
 use super::documents::{
     ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
     NewDocument, NewFile, StoredChunk, VectorStoreRecord,
 };
+use super::keys::sql as keys;
+use super::responses::sql as stored_responses;
+use super::sql::postgres::Pg;
+use super::teams::sql as teams;
+use super::webhooks::subscriptions;
 use super::webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
 use super::{
     BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, JournalRow, JournalScan, KeyId,
@@ -48,6 +51,8 @@ use super::{
     Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, TlogHead, UnixMillis,
     UsageFilter, UsageRecord, UsageRow, responses::StoredResponse,
 };
+pub(crate) use errors::describe;
+use errors::is;
 use statements::{Filters, Params, execute, query, query_one, query_opt};
 
 /// Session options of every connection: one plan per prepared statement (`connect`).
@@ -125,9 +130,8 @@ impl PgStore {
             .recycle_timeout(Some(RECYCLE_TIMEOUT))
             .build()
             .map_err(|e| StoreError::Pool(e.to_string()))?;
-        let mut conn = pool.get().await?;
-        migrations::migrate_to(&mut conn, migrations::latest(), clock.now_ms()).await?;
-        drop(conn);
+        let conn = pool.get().await?;
+        migrations::migrate_to(conn, migrations::latest(), clock.now_ms()).await?;
         Ok(PgStore { pool, clock })
     }
 
@@ -139,7 +143,7 @@ impl PgStore {
     /// The database's schema version.
     pub async fn schema_version(&self) -> StoreResult<i64> {
         let conn = self.pool.get().await?;
-        migrations::version(&conn).await
+        migrations::version(conn).await
     }
 
     /// Runs `f` with a pooled connection and the current time.
@@ -156,38 +160,6 @@ impl PgStore {
             f(conn, now).await
         })
     }
-}
-
-impl From<PoolError> for StoreError {
-    fn from(e: PoolError) -> Self {
-        match e {
-            PoolError::Backend(e) => StoreError::Pool(format!("connecting: {}", describe(&e))),
-            other => StoreError::Pool(other.to_string()),
-        }
-    }
-}
-
-/// A PostgreSQL error in one line: the server's message and SQLSTATE, or what failed on the
-/// client's side and why (the detail, which may quote row values, is left out).
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!(
-            "{}: {} (SQLSTATE {})",
-            db.severity(),
-            db.message(),
-            db.code().code()
-        );
-    }
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
-}
-
-/// Whether `e` is the server refusing a statement with `code` (a unique or foreign key
-/// violation, …).
-fn is(e: &StoreError, code: &SqlState) -> bool {
-    matches!(e, StoreError::Postgres(p) if p.code() == Some(code))
 }
 
 /// [`PLAN_ONCE`], then the URL's own options (later settings win).
@@ -212,27 +184,27 @@ async fn lock_team<C: GenericClient>(c: &C, team: &TeamId) -> StoreResult<bool> 
 
 impl Store for PgStore {
     fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |mut c, now| async move { teams::create(&mut c, now, team).await })
+        self.run(move |c, now| async move { teams::create(&mut Pg(c), now, team).await })
     }
 
     fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
-        self.run(move |c, _| async move { teams::get(&c, &id).await })
+        self.run(move |c, _| async move { teams::get(&Pg(c), &id).await })
     }
 
     fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
-        self.run(|c, _| async move { teams::list(&c).await })
+        self.run(|c, _| async move { teams::list(&Pg(c)).await })
     }
 
     fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |mut c, now| async move { teams::update(&mut c, now, id, patch).await })
+        self.run(move |c, now| async move { teams::update(&mut Pg(c), now, id, patch).await })
     }
 
     fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |mut c, _| async move { teams::delete(&mut c, &id).await })
+        self.run(move |c, _| async move { teams::delete(&mut Pg(c), &id).await })
     }
 
     fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |mut c, now| async move { keys::create(&mut c, now, key).await })
+        self.run(move |c, now| async move { keys::create(&mut Pg(c), now, key).await })
     }
 
     fn import_key(
@@ -242,36 +214,36 @@ impl Store for PgStore {
         prefix: String,
     ) -> BoxFuture<'_, StoreResult<KeyInfo>> {
         self.run(
-            move |mut c, now| async move { keys::import(&mut c, now, key, hash, prefix).await },
+            move |c, now| async move { keys::import(&mut Pg(c), now, key, hash, prefix).await },
         )
     }
 
     fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::get(&c, now, &id).await })
+        self.run(move |c, now| async move { keys::get(&Pg(c), now, &id).await })
     }
 
     fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::by_hash(&c, now, &hash).await })
+        self.run(move |c, now| async move { keys::by_hash(&Pg(c), now, &hash).await })
     }
 
     fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::authenticate(&c, now, &hash).await })
+        self.run(move |c, now| async move { keys::authenticate(&Pg(c), now, &hash).await })
     }
 
     fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::list(&c, now, team.as_ref()).await })
+        self.run(move |c, now| async move { keys::list(&Pg(c), now, team.as_ref()).await })
     }
 
     fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |mut c, now| async move { keys::rotate(&mut c, now, id, grace_ms).await })
+        self.run(move |c, now| async move { keys::rotate(&mut Pg(c), now, id, grace_ms).await })
     }
 
     fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(move |mut c, now| async move { keys::revoke(&mut c, now, id).await })
+        self.run(move |c, now| async move { keys::revoke(&mut Pg(c), now, id).await })
     }
 
     fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| async move { keys::touch(&c, id, at).await })
+        self.run(move |c, _| async move { keys::touch(&Pg(c), id, at).await })
     }
 
     fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
@@ -313,15 +285,15 @@ impl Store for PgStore {
     }
 
     fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>> {
-        self.run(move |c, now| async move { webhooks::create(&c, now, webhook).await })
+        self.run(move |c, now| async move { subscriptions::create(&Pg(c), now, webhook).await })
     }
 
     fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>> {
-        self.run(|c, _| async move { webhooks::list(&c).await })
+        self.run(|c, _| async move { subscriptions::list(&Pg(c)).await })
     }
 
     fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { webhooks::delete(&c, &id).await })
+        self.run(move |c, _| async move { subscriptions::delete(&Pg(c), &id).await })
     }
 
     fn rotate_webhook_secret(
@@ -330,9 +302,9 @@ impl Store for PgStore {
         secret: String,
         grace_ms: i64,
     ) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
-        self.run(
-            move |c, now| async move { webhooks::rotate(&c, now, &id, &secret, grace_ms).await },
-        )
+        self.run(move |c, now| async move {
+            subscriptions::rotate(&Pg(c), now, &id, &secret, grace_ms).await
+        })
     }
 
     fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {
@@ -391,15 +363,17 @@ impl Store for PgStore {
         &self,
         identity: NewCertIdentity,
     ) -> BoxFuture<'_, StoreResult<CertIdentity>> {
-        self.run(move |c, now| async move { cert_identities::create(&c, now, identity).await })
+        self.run(
+            move |c, now| async move { cert_identities::create(&mut Pg(c), now, identity).await },
+        )
     }
 
     fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>> {
-        self.run(|c, _| async move { cert_identities::list(&c).await })
+        self.run(|c, _| async move { cert_identities::list(&Pg(c)).await })
     }
 
     fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { cert_identities::delete(&c, &id).await })
+        self.run(move |c, _| async move { cert_identities::delete(&Pg(c), &id).await })
     }
 
     fn charge_and_store(
@@ -422,15 +396,15 @@ impl Store for PgStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<StoredResponse>>> {
-        self.run(move |c, _| async move { responses::get(&c, &team, &id).await })
+        self.run(move |c, _| async move { stored_responses::get(&Pg(c), &team, &id).await })
     }
 
     fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { responses::delete(&c, &team, &id).await })
+        self.run(move |c, _| async move { stored_responses::delete(&Pg(c), &team, &id).await })
     }
 
     fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| async move { responses::purge(&c, before).await })
+        self.run(move |c, _| async move { stored_responses::purge(&Pg(c), before).await })
     }
 
     fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {

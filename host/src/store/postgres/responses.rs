@@ -1,13 +1,13 @@
-//! Stored responses in PostgreSQL: rows of `responses`, read only within their team. The JSON is
-//! kept as the text it was written as (not `jsonb`, which would reorder an object's keys).
+//! Stored responses written in PostgreSQL, a batch inside a charge's transaction, the teams
+//! share-locked in id order (reading and deleting them is `store/responses/sql.rs`).
 
 use std::collections::HashSet;
 
 use deadpool_postgres::GenericClient;
 
-use super::{execute, query, query_opt};
+use super::{execute, query};
+use crate::store::StoreResult;
 use crate::store::responses::StoredResponse;
-use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
 
 /// A batch inside the caller's transaction. A row whose team was deleted meanwhile is skipped
 /// (the foreign key would fail the whole batch, and the group commit would retry it forever);
@@ -47,50 +47,4 @@ pub(super) async fn put_in<C: GenericClient>(tx: &C, batch: &[StoredResponse]) -
         .await?;
     }
     Ok(())
-}
-
-pub(super) async fn get<C: GenericClient>(
-    c: &C,
-    team: &TeamId,
-    id: &str,
-) -> StoreResult<Option<StoredResponse>> {
-    let Some(r) = query_opt(
-        c,
-        "SELECT id, team_id, key_id, previous_id, input, response, created_at
-         FROM responses WHERE id = $1 AND team_id = $2",
-        &[&id, &team.0],
-    )
-    .await?
-    else {
-        return Ok(None);
-    };
-    let id: String = r.try_get(0)?;
-    let parse = |column: usize, what: &str| -> StoreResult<serde_json::Value> {
-        let text: String = r.try_get(column)?;
-        serde_json::from_str(&text)
-            .map_err(|e| StoreError::Corrupt(format!("responses {id}.{what}: {e}")))
-    };
-    Ok(Some(StoredResponse {
-        input: parse(4, "input")?,
-        response: parse(5, "response")?,
-        team_id: TeamId(r.try_get(1)?),
-        key_id: r.try_get(2)?,
-        previous_id: r.try_get(3)?,
-        created_at: r.try_get(6)?,
-        id,
-    }))
-}
-
-pub(super) async fn delete<C: GenericClient>(c: &C, team: &TeamId, id: &str) -> StoreResult<bool> {
-    Ok(execute(
-        c,
-        "DELETE FROM responses WHERE id = $1 AND team_id = $2",
-        &[&id, &team.0],
-    )
-    .await?
-        > 0)
-}
-
-pub(super) async fn purge<C: GenericClient>(c: &C, before: UnixMillis) -> StoreResult<u64> {
-    execute(c, "DELETE FROM responses WHERE created_at < $1", &[&before]).await
 }

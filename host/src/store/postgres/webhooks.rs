@@ -1,6 +1,6 @@
-//! Webhook subscriptions and their outbox in PostgreSQL: `webhooks`, `webhook_deliveries` (one
-//! row per event and subscription; `seq` orders a subscription's deliveries) and
-//! `webhook_attempts`.
+//! The webhook outbox in PostgreSQL: `webhook_deliveries` (one row per event and subscription;
+//! `seq` orders a subscription's deliveries), `webhook_attempts`, and the lease on a
+//! subscription's outbox. The subscriptions themselves are `store/webhooks/subscriptions.rs`.
 //!
 //! A worker reads its pending deliveries after the highest seq it has read, so a delivery must
 //! never become visible after one with a higher seq. SQLite gets that from its single writer;
@@ -12,105 +12,14 @@ use std::collections::HashSet;
 use deadpool_postgres::{GenericClient, Object};
 use tokio_postgres::Row;
 
-use super::{Filters, execute, query, query_one, query_opt};
-use crate::store::rules::{from_json, new_id, to_json};
+use super::{Filters, execute, query, query_one};
 use crate::store::webhooks::{
-    Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, NewWebhook,
-    Outcome, Webhook,
+    Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, Outcome,
 };
-use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
+use crate::store::{StoreError, StoreResult, UnixMillis};
 
 /// The advisory lock key enqueueing serialises on: "Sov" + "outb".
 const OUTBOX_LOCK: i64 = 0x0053_6f76_6f75_7462;
-
-const SELECT_WEBHOOK: &str = "SELECT id, url, events, team_id, shaper, secret, description,
-        created_at, previous_secret, previous_until FROM webhooks";
-
-fn webhook_row(r: &Row) -> StoreResult<Webhook> {
-    let events: String = r.try_get(2)?;
-    Ok(Webhook {
-        id: r.try_get(0)?,
-        url: r.try_get(1)?,
-        events: from_json(&events, "webhooks.events")?,
-        team_id: r.try_get::<_, Option<String>>(3)?.map(TeamId),
-        shaper: r.try_get(4)?,
-        secret: r.try_get(5)?,
-        description: r.try_get(6)?,
-        created_at: r.try_get(7)?,
-        previous_secret: r.try_get(8)?,
-        previous_until: r.try_get(9)?,
-    })
-}
-
-pub(super) async fn create<C: GenericClient>(
-    c: &C,
-    now: UnixMillis,
-    w: NewWebhook,
-) -> StoreResult<Webhook> {
-    let id = new_id("wh_");
-    execute(
-        c,
-        "INSERT INTO webhooks (id, url, events, team_id, shaper, secret, description, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        &[
-            &id,
-            &w.url,
-            &to_json(&w.events)?,
-            &w.team_id.as_ref().map(|t| t.0.as_str()),
-            &w.shaper,
-            &w.secret,
-            &w.description,
-            &now,
-        ],
-    )
-    .await?;
-    Ok(Webhook {
-        id,
-        url: w.url,
-        events: w.events,
-        team_id: w.team_id,
-        shaper: w.shaper,
-        secret: w.secret,
-        previous_secret: None,
-        previous_until: None,
-        description: w.description,
-        created_at: now,
-    })
-}
-
-/// Makes `secret` the signing secret; the old one keeps signing for `grace_ms` (0: not at all).
-pub(super) async fn rotate<C: GenericClient>(
-    c: &C,
-    now: UnixMillis,
-    id: &str,
-    secret: &str,
-    grace_ms: i64,
-) -> StoreResult<Option<Webhook>> {
-    // One statement: the right-hand sides read the row as it was (the old secret).
-    query_opt(
-        c,
-        "UPDATE webhooks SET
-             previous_secret = CASE WHEN $3::BIGINT > 0 THEN secret END,
-             previous_until = CASE WHEN $3::BIGINT > 0 THEN $4::BIGINT + $3::BIGINT END,
-             secret = $2
-         WHERE id = $1
-         RETURNING id, url, events, team_id, shaper, secret, description, created_at,
-             previous_secret, previous_until",
-        &[&id, &secret, &grace_ms, &now],
-    )
-    .await?
-    .as_ref()
-    .map(webhook_row)
-    .transpose()
-}
-
-pub(super) async fn list<C: GenericClient>(c: &C) -> StoreResult<Vec<Webhook>> {
-    query(c, &format!("{SELECT_WEBHOOK} ORDER BY created_at, id"), &[])
-        .await?
-        .iter()
-        .map(webhook_row)
-        .collect()
-}
 
 /// The right to deliver the subscription's outbox until `until`, for `owner`: granted when
 /// nobody holds it, `owner` does, or the holder's lease has ended by `now` (one conditional
@@ -131,11 +40,6 @@ pub(super) async fn claim<C: GenericClient>(
     )
     .await?;
     Ok(n == 1)
-}
-
-/// Deletes the subscription and its outbox (pending deliveries and attempts included).
-pub(super) async fn delete<C: GenericClient>(c: &C, id: &str) -> StoreResult<bool> {
-    Ok(execute(c, "DELETE FROM webhooks WHERE id = $1", &[&id]).await? > 0)
 }
 
 /// Enqueues a batch in one transaction; returns each delivery's seq, in order (0 for a

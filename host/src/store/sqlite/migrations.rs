@@ -2,9 +2,11 @@
 //! migration; opening a database applies the missing ones in one transaction, so a crash
 //! mid-upgrade leaves the previous version intact. Never edit a published migration: add one.
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::Connection;
 
-use crate::store::{StoreError, StoreResult, UnixMillis};
+use crate::store::sql::migrate;
+use crate::store::sql::sqlite::finish;
+use crate::store::{StoreResult, UnixMillis};
 
 /// Migration `i` (0-based) brings the schema to version `i + 1`.
 pub(crate) const MIGRATIONS: &[&str] = &[
@@ -227,64 +229,29 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes.
 pub(crate) fn latest() -> i64 {
-    i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX)
+    migrate::latest(MIGRATIONS)
 }
 
 /// The database's schema version (0 for an empty file).
 pub(crate) fn version(conn: &Connection) -> StoreResult<i64> {
-    let exists: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !exists {
-        return Ok(0);
-    }
-    Ok(conn.query_row(
-        "SELECT COALESCE(MAX(version), 0) FROM schema_version",
-        [],
-        |r| r.get(0),
-    )?)
+    finish(migrate::version(&conn))
 }
 
 /// Applies migrations up to `target` (normally [`latest`]) in one transaction; returns the
 /// version the database is at afterwards. Refuses a database newer than this build.
-pub(crate) fn migrate_to(conn: &mut Connection, target: i64, now: UnixMillis) -> StoreResult<i64> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_version (
-             version    INTEGER PRIMARY KEY,
-             applied_at INTEGER NOT NULL
-         ) STRICT;",
-    )?;
-    let current = version(&tx)?;
-    if current > latest() {
-        return Err(StoreError::SchemaTooNew {
-            found: current,
-            known: latest(),
-        });
-    }
-    let mut at = current;
-    for (i, sql) in MIGRATIONS.iter().enumerate() {
-        let v = i64::try_from(i).unwrap_or(i64::MAX) + 1;
-        if v <= current || v > target {
-            continue;
-        }
-        tx.execute_batch(sql)?;
-        tx.execute(
-            "INSERT INTO schema_version (version, applied_at) VALUES (?1, ?2)",
-            params![v, now],
-        )?;
-        at = v;
-    }
-    tx.commit()?;
-    Ok(at)
+pub(crate) fn migrate_to(
+    mut conn: &mut Connection,
+    target: i64,
+    now: UnixMillis,
+) -> StoreResult<i64> {
+    finish(migrate::migrate_to(&mut conn, MIGRATIONS, target, now))
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
     use super::*;
+    use crate::store::StoreError;
 
     fn tables(conn: &Connection) -> Vec<String> {
         let mut st = conn

@@ -9,12 +9,9 @@
 //! [`SqliteStore`], another process) stays correct: every check-and-change is one transaction.
 
 mod budgets;
-mod cert_identities;
 mod documents;
-mod keys;
 pub(crate) mod migrations;
 mod responses;
-mod teams;
 mod usage;
 mod webhooks;
 
@@ -25,9 +22,13 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use rusqlite::Connection;
 
-// The column conversions the table modules share (`super::rules`: PostgreSQL uses them too).
+use super::cert_identities::sql as cert_identities;
 use super::group_commit;
-use super::rules::{from_json, i64_of, opt_i64_of, to_json};
+use super::keys::sql as keys;
+use super::responses::sql as stored_responses;
+use super::sql::sqlite::finish;
+use super::teams::sql as teams;
+use super::webhooks::subscriptions;
 use super::{
     BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
     NewCertIdentity, NewKey, NewTeam, ReservationId, ReserveOutcome, Store, StoreError,
@@ -150,38 +151,38 @@ impl Inner {
 
 impl Store for SqliteStore {
     fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |c, now| teams::create(c, now, team))
+        self.run(move |mut c, now| finish(teams::create(&mut c, now, team)))
     }
 
     fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
-        self.run(move |c, _| teams::get(c, &id))
+        self.run(move |c, _| finish(teams::get(&c, &id)))
     }
 
     fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
-        self.run(|c, _| teams::list(c))
+        self.run(|c, _| finish(teams::list(&c)))
     }
 
     fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |c, now| teams::update(c, now, id, patch))
+        self.run(move |mut c, now| finish(teams::update(&mut c, now, id, patch)))
     }
 
     fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| teams::delete(c, id))
+        self.run(move |mut c, _| finish(teams::delete(&mut c, &id)))
     }
 
     fn create_cert_identity(
         &self,
         identity: NewCertIdentity,
     ) -> BoxFuture<'_, StoreResult<CertIdentity>> {
-        self.run(move |c, now| cert_identities::create(c, now, identity))
+        self.run(move |mut c, now| finish(cert_identities::create(&mut c, now, identity)))
     }
 
     fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>> {
-        self.run(|c, _| cert_identities::list(c))
+        self.run(|c, _| finish(cert_identities::list(&c)))
     }
 
     fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| cert_identities::delete(c, &id))
+        self.run(move |c, _| finish(cert_identities::delete(&c, &id)))
     }
 
     fn charge_and_store(
@@ -203,19 +204,19 @@ impl Store for SqliteStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<crate::store::responses::StoredResponse>>> {
-        self.run(move |c, _| responses::get(c, &team, &id))
+        self.run(move |c, _| finish(stored_responses::get(&c, &team, &id)))
     }
 
     fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| responses::delete(c, &team, &id))
+        self.run(move |c, _| finish(stored_responses::delete(&c, &team, &id)))
     }
 
     fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| responses::purge(c, before))
+        self.run(move |c, _| finish(stored_responses::purge(&c, before)))
     }
 
     fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |c, now| keys::create(c, now, key))
+        self.run(move |mut c, now| finish(keys::create(&mut c, now, key)))
     }
 
     fn import_key(
@@ -224,35 +225,35 @@ impl Store for SqliteStore {
         hash: [u8; 32],
         prefix: String,
     ) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(move |c, now| keys::import(c, now, key, hash, prefix))
+        self.run(move |mut c, now| finish(keys::import(&mut c, now, key, hash, prefix)))
     }
 
     fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| keys::get(c, now, &id))
+        self.run(move |c, now| finish(keys::get(&c, now, &id)))
     }
 
     fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| keys::by_hash(c, now, &hash))
+        self.run(move |c, now| finish(keys::by_hash(&c, now, &hash)))
     }
 
     fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| keys::authenticate(c, now, &hash))
+        self.run(move |c, now| finish(keys::authenticate(&c, now, &hash)))
     }
 
     fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>> {
-        self.run(move |c, now| keys::list(c, now, team.as_ref()))
+        self.run(move |c, now| finish(keys::list(&c, now, team.as_ref())))
     }
 
     fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |c, now| keys::rotate(c, now, id, grace_ms))
+        self.run(move |mut c, now| finish(keys::rotate(&mut c, now, id, grace_ms)))
     }
 
     fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(move |c, now| keys::revoke(c, now, id))
+        self.run(move |mut c, now| finish(keys::revoke(&mut c, now, id)))
     }
 
     fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| keys::touch(c, id, at))
+        self.run(move |c, _| finish(keys::touch(&c, id, at)))
     }
 
     fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
@@ -316,15 +317,15 @@ impl Store for SqliteStore {
     }
 
     fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>> {
-        self.run(move |c, now| webhooks::create(c, now, webhook))
+        self.run(move |c, now| finish(subscriptions::create(&c, now, webhook)))
     }
 
     fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>> {
-        self.run(|c, _| webhooks::list(c))
+        self.run(|c, _| finish(subscriptions::list(&c)))
     }
 
     fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| webhooks::delete(c, &id))
+        self.run(move |c, _| finish(subscriptions::delete(&c, &id)))
     }
 
     fn rotate_webhook_secret(
@@ -333,7 +334,7 @@ impl Store for SqliteStore {
         secret: String,
         grace_ms: i64,
     ) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
-        self.run(move |c, now| webhooks::rotate(c, now, &id, &secret, grace_ms))
+        self.run(move |c, now| finish(subscriptions::rotate(&c, now, &id, &secret, grace_ms)))
     }
 
     fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {

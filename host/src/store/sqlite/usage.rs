@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use super::i64_of;
+use crate::store::rules::i64_of;
 use crate::store::rules::{
     UsageArg, check_not_negative, spend_by_scope, usage_conditions, usage_day,
 };

@@ -1,112 +1,13 @@
-//! Webhook subscriptions and their outbox in SQLite: `webhooks`, `webhook_deliveries` (one row
-//! per event and subscription; `seq` orders a subscription's deliveries) and `webhook_attempts`.
+//! The webhook outbox in SQLite: `webhook_deliveries` (one row per event and subscription; `seq`
+//! orders a subscription's deliveries) and `webhook_attempts`. The subscriptions themselves are
+//! `store/webhooks/subscriptions.rs`.
 
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, Row, TransactionBehavior, params};
 
-use super::{from_json, to_json};
-use crate::store::rules::new_id;
 use crate::store::webhooks::{
-    Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, NewWebhook,
-    Outcome, Webhook,
+    Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, Outcome,
 };
-use crate::store::{StoreError, StoreResult, TeamId, UnixMillis};
-
-const SELECT_WEBHOOK: &str = "SELECT id, url, events, team_id, shaper, secret, description,
-        created_at, previous_secret, previous_until FROM webhooks";
-
-fn webhook_row(r: &Row<'_>) -> rusqlite::Result<(Webhook, String)> {
-    Ok((
-        Webhook {
-            id: r.get(0)?,
-            url: r.get(1)?,
-            events: Vec::new(),
-            team_id: r.get::<_, Option<String>>(3)?.map(TeamId),
-            shaper: r.get(4)?,
-            secret: r.get(5)?,
-            description: r.get(6)?,
-            created_at: r.get(7)?,
-            previous_secret: r.get(8)?,
-            previous_until: r.get(9)?,
-        },
-        r.get(2)?,
-    ))
-}
-
-fn finish_webhook((mut w, events): (Webhook, String)) -> StoreResult<Webhook> {
-    w.events = from_json(&events, "webhooks.events")?;
-    Ok(w)
-}
-
-pub(super) fn create(c: &mut Connection, now: UnixMillis, w: NewWebhook) -> StoreResult<Webhook> {
-    let id = new_id("wh_");
-    c.execute(
-        "INSERT INTO webhooks (id, url, events, team_id, shaper, secret, description, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            id,
-            w.url,
-            to_json(&w.events)?,
-            w.team_id.as_ref().map(|t| t.0.as_str()),
-            w.shaper,
-            w.secret,
-            w.description,
-            now
-        ],
-    )?;
-    Ok(Webhook {
-        id,
-        url: w.url,
-        events: w.events,
-        team_id: w.team_id,
-        shaper: w.shaper,
-        secret: w.secret,
-        previous_secret: None,
-        previous_until: None,
-        description: w.description,
-        created_at: now,
-    })
-}
-
-/// Makes `secret` the signing secret; the old one keeps signing for `grace_ms` (0: not at all).
-pub(super) fn rotate(
-    c: &mut Connection,
-    now: UnixMillis,
-    id: &str,
-    secret: &str,
-    grace_ms: i64,
-) -> StoreResult<Option<Webhook>> {
-    let n = c.execute(
-        "UPDATE webhooks SET
-             previous_secret = CASE WHEN ?3 > 0 THEN secret END,
-             previous_until = CASE WHEN ?3 > 0 THEN ?4 + ?3 END,
-             secret = ?2
-         WHERE id = ?1",
-        params![id, secret, grace_ms, now],
-    )?;
-    if n == 0 {
-        return Ok(None);
-    }
-    get(c, id)
-}
-
-pub(super) fn list(c: &Connection) -> StoreResult<Vec<Webhook>> {
-    let mut st = c.prepare_cached(&format!("{SELECT_WEBHOOK} ORDER BY created_at, id"))?;
-    let rows = st.query_map([], webhook_row)?;
-    rows.map(|r| finish_webhook(r?)).collect()
-}
-
-pub(super) fn get(c: &Connection, id: &str) -> StoreResult<Option<Webhook>> {
-    let mut st = c.prepare_cached(&format!("{SELECT_WEBHOOK} WHERE id = ?1"))?;
-    st.query_row([id], webhook_row)
-        .optional()?
-        .map(finish_webhook)
-        .transpose()
-}
-
-/// Deletes the subscription and its outbox (pending deliveries included).
-pub(super) fn delete(c: &mut Connection, id: &str) -> StoreResult<bool> {
-    Ok(c.execute("DELETE FROM webhooks WHERE id = ?1", [id])? > 0)
-}
+use crate::store::{StoreError, StoreResult, UnixMillis};
 
 /// Enqueues a batch in one transaction (one fsync); returns each delivery's seq, in order.
 pub(super) fn enqueue(

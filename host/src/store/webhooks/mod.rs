@@ -1,5 +1,8 @@
 //! The store's webhook values: subscriptions and their outbox of deliveries (one row per event
 //! and subscription, with its attempts). `docs/WEBHOOKS.md` gives the guarantees.
+//! [`subscriptions`] keeps the subscriptions in both back ends; each back end keeps its outbox.
+
+pub(crate) mod subscriptions;
 
 use super::{TeamId, UnixMillis};
 

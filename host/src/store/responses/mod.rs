@@ -1,7 +1,10 @@
 //! The store's Responses API state (issue 22): a stored response, team-scoped — the messages its
 //! turn added to the conversation (after the guardrail's redaction, in chat form) and the
 //! response object as answered. `previous_response_id` chains are rebuilt from these rows, on any
-//! replica that shares the store.
+//! replica that shares the store. [`sql`] reads and deletes them on both back ends; each back
+//! end writes its batches itself (`put_in`, inside its charge's transaction).
+
+pub(crate) mod sql;
 
 use super::{TeamId, UnixMillis};
 

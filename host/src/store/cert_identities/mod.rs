@@ -1,6 +1,9 @@
 //! The store's certificate identities: a client certificate matcher (SAN URI, SAN DNS name or
 //! key pin) mapped to a team and a role, as a key is. Made through the admin API (`source`
-//! `api`) or declared in the config file (`config`, brought in at start).
+//! `api`) or declared in the config file (`config`, brought in at start); [`sql`] keeps them in
+//! both back ends.
+
+pub(crate) mod sql;
 
 use super::{TeamId, UnixMillis};
 use crate::config::Role;

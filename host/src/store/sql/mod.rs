@@ -1,0 +1,83 @@
+//! The store's statements written once for both back ends: a statement's text per dialect
+//! ([`Sql`]), backend-neutral parameters and rows ([`Value`], [`Row`]), and the three traits a
+//! resource's choreography (check → begin → write → map → commit) is written against: [`Db`]
+//! runs statements, [`Conn`] begins a transaction, [`Tx`] commits it. [`sqlite`] and
+//! [`postgres`] implement them; a resource module (`store/teams.rs`, …) holds only its SQL and
+//! its steps, generic over [`Conn`].
+//!
+//! On SQLite the methods never await: the back end drives a choreography to its end on the
+//! thread that holds the connection ([`sqlite::finish`]).
+
+pub(crate) mod migrate;
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
+mod value;
+
+pub(crate) use value::{Row, Value};
+
+use super::StoreResult;
+
+/// One statement in each dialect, side by side: SQLite's placeholders are `?1`, PostgreSQL's
+/// `$1`. A step only PostgreSQL needs (a row lock SQLite's one writer makes moot) has an empty
+/// SQLite text ([`Sql::postgres_only`]), which SQLite skips.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sql<'a> {
+    pub(crate) sqlite: &'a str,
+    pub(crate) postgres: &'a str,
+}
+
+impl<'a> Sql<'a> {
+    /// A text both dialects read alike (no parameters, or a back end's own script).
+    pub(crate) const fn same(text: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: text,
+            postgres: text,
+        }
+    }
+
+    /// A step SQLite has no use for (it answers no rows, 0 changed).
+    pub(crate) const fn postgres_only(postgres: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: "",
+            postgres,
+        }
+    }
+}
+
+/// Runs statements: a connection outside a transaction (a single read) or inside one.
+pub(crate) trait Db {
+    /// How many rows the statement changed.
+    async fn execute(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<u64>;
+    async fn query(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<Vec<Row>>;
+    async fn query_opt(&self, sql: Sql<'_>, params: &[Value]) -> StoreResult<Option<Row>>;
+    /// Runs a script of statements without parameters (a migration).
+    async fn batch(&self, sql: Sql<'_>) -> StoreResult<()>;
+}
+
+/// A connection that can begin a write transaction (SQLite's `BEGIN IMMEDIATE`, PostgreSQL's
+/// READ COMMITTED). A transaction dropped without [`Tx::commit`] rolls back.
+pub(crate) trait Conn: Db {
+    type Tx<'c>: Tx
+    where
+        Self: 'c;
+    async fn begin(&mut self) -> StoreResult<Self::Tx<'_>>;
+}
+
+/// A transaction begun by [`Conn::begin`].
+pub(crate) trait Tx: Db {
+    async fn commit(self) -> StoreResult<()>;
+}
+
+/// Whether the back end refused a statement for a foreign key (its row went meanwhile).
+pub(crate) fn refused_foreign_key(e: &super::StoreError) -> bool {
+    use super::StoreError;
+    match e {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => {
+            f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
+        }
+        StoreError::Postgres(p) => {
+            p.code() == Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION)
+        }
+        _ => false,
+    }
+}
