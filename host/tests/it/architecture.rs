@@ -47,7 +47,7 @@ fn is_path(span: &str) -> bool {
 }
 
 /// Every path the document names: per table cell (or line outside tables), the paths, and in a
-/// row's first cell the bare file names (`keys.rs`) that follow a path, resolved as its siblings.
+/// table row's first cell the bare file names (`keys.rs`) that follow a path, resolved as its siblings.
 fn named_paths(doc: &str) -> BTreeSet<String> {
     let mut paths = BTreeSet::new();
     for line in doc.lines() {
@@ -61,6 +61,7 @@ fn named_paths(doc: &str) -> BTreeSet<String> {
                     paths.insert(span.to_owned());
                 } else if let Some(dir) = &dir
                     && column == 0
+                    && line.starts_with('|')
                     && !span.contains('/')
                     && Path::new(span).extension().is_some_and(|e| e == "rs")
                 {
