@@ -11,7 +11,7 @@ use http::StatusCode;
 use crate::admin::{cert_identities, journal, keys, policies, shapers, teams, usage, webhooks};
 use crate::api::activity::transparency;
 use crate::api::{
-    activity, chat, completions, documents, embeddings, files, models, rag, responses,
+    activity, chat, completions, documents, embeddings, files, messages, models, rag, responses,
     vector_stores,
 };
 use crate::config::Role;
@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router {
     let inference = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
+        .route("/v1/messages", post(messages::create))
         .route("/v1/responses", post(responses::create))
         .route(
             "/v1/responses/{id}",
@@ -217,6 +218,9 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             context::request_context,
         ))
+        // Outermost: every answer on the Messages routes, refusals of the layers included, in
+        // the Anthropic error shape with its `request-id` header.
+        .layer(middleware::from_fn(messages::errors::anthropic_errors))
         .with_state(state)
 }
 

@@ -291,6 +291,7 @@ pub fn operation(method: &Method, path: &str) -> Option<&'static str> {
         ("POST", ["", "v1", "embeddings"]) => "embeddings",
         ("POST", ["", "v1", "completions"]) => "completions.create",
         ("POST", ["", "v1", "responses"]) => "responses.create",
+        ("POST", ["", "v1", "messages"]) => "messages.create",
         ("GET", ["", "v1", "responses", _]) => "responses.retrieve",
         ("DELETE", ["", "v1", "responses", _]) => "responses.delete",
         ("GET", ["", "v1", "responses", _, "input_items"]) => "responses.input_items.list",

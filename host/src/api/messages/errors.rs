@@ -47,8 +47,17 @@ pub fn anthropic_body(status: u16, convention: &Value, request_id: &str) -> Valu
     })
 }
 
-/// The layer: the `request-id` header on every answer, error bodies re-told.
+/// Whether a path is one of the Messages routes.
+pub fn is_messages_path(path: &str) -> bool {
+    path == "/v1/messages" || path.starts_with("/v1/messages/")
+}
+
+/// The layer, for every route (it leaves the others alone): on the Messages routes the
+/// `request-id` header on every answer, error bodies re-told.
 pub async fn anthropic_errors(request: Request, next: Next) -> Response {
+    if !is_messages_path(request.uri().path()) {
+        return next.run(request).await;
+    }
     let response = next.run(request).await;
     let id = response.headers().get(X_AUDIT_TRACE_ID).cloned();
     let (mut parts, body) = response.into_parts();

@@ -16,10 +16,66 @@
 //! - `message_delta` (stop reason, cumulative usage) before `message_stop`; an upstream failure
 //!   after the 200 is an `event: error` and ends the stream.
 
+use axum::body::Body;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::reply;
+use crate::pipeline::answer::chunks::{ChatChunks, ChatEvent};
+use crate::pipeline::call::Call;
+
+/// Events buffered between the teller and the client.
+const CHANNEL: usize = 32;
+
+/// The Messages stream of a relayed chat stream. A task reads the chat stream and writes the
+/// events into a small channel the body drains; when the client goes, the channel closes, the
+/// task stops and dropping the chat stream tells the relay (which settles and journals).
+pub fn events(call: Call, mut teller: Teller, chat: Body) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(CHANNEL);
+    tokio::spawn(async move {
+        let send = |frames: Vec<Frame>| {
+            let tx = tx.clone();
+            async move {
+                for frame in frames {
+                    tx.send(Ok(frame.bytes())).await.map_err(|_| ())?;
+                }
+                Ok::<(), ()>(())
+            }
+        };
+        let told = async {
+            send(teller.start()).await?;
+            let mut chunks = ChatChunks::new(chat);
+            loop {
+                // A client that left is noticed at once, so the upstream stops while the
+                // guardrail still holds text back.
+                let event = tokio::select! {
+                    e = chunks.next() => e,
+                    () = tx.closed() => return Err(()),
+                };
+                match event {
+                    ChatEvent::Chunk(v) => match teller.chunk(&v) {
+                        Ok(frames) => send(frames).await?,
+                        Err(Interleaved) => {
+                            let message = "the upstream interleaved two tool calls' arguments";
+                            return send(vec![Frame::error("api_error", message)]).await;
+                        }
+                    },
+                    ChatEvent::Failed(e) => {
+                        let message = e["message"].as_str().unwrap_or("the upstream failed");
+                        return send(vec![Frame::error("api_error", message)]).await;
+                    }
+                    ChatEvent::Done => return send(teller.finish()).await,
+                }
+            }
+        };
+        if told.await.is_err() {
+            tracing::debug!(request_id = %call.ctx.id, "messages stream: the client left");
+        }
+    });
+    Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }))
+}
 
 /// One named SSE event.
 #[derive(Debug, Clone, PartialEq)]

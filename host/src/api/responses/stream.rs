@@ -11,11 +11,11 @@
 
 use axum::body::Body;
 use bytes::Bytes;
-use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 
 use super::Draft;
 use super::items::{self, ItemIds};
+use crate::pipeline::answer::chunks::{ChatChunks, ChatEvent};
 use crate::pipeline::call::Call;
 
 /// Events buffered between the converter and the client.
@@ -94,51 +94,21 @@ impl Teller {
             .await?;
         self.send("response.in_progress", json!({"response": start}))
             .await?;
-        let mut body = chat.into_data_stream();
-        let mut buf: Vec<u8> = Vec::new();
-        let mut failure: Option<Value> = None;
-        'read: loop {
+        let mut chunks = ChatChunks::new(chat);
+        let failure = loop {
             // A client that left is noticed at once (not at the next event sent), so the
             // upstream stops while the guardrail still holds text back.
-            let chunk = tokio::select! {
-                c = body.next() => c,
+            let event = tokio::select! {
+                e = chunks.next() => e,
                 () = self.tx.closed() => return Err(Gone),
             };
-            let Some(chunk) = chunk else {
-                break;
-            };
-            let Ok(chunk) = chunk else {
-                failure = Some(
-                    json!({"code": "server_error", "message": "the upstream stream broke off"}),
-                );
-                break;
-            };
-            buf.extend_from_slice(&chunk);
-            while let Some(end) = find_event_end(&buf) {
-                let event: Vec<u8> = buf.drain(..end).collect();
-                for line in event.split(|b| *b == b'\n') {
-                    let Some(data) = line.strip_prefix(b"data:") else {
-                        continue;
-                    };
-                    let data = data.trim_ascii();
-                    if data == b"[DONE]" {
-                        break 'read;
-                    }
-                    let Ok(v) = serde_json::from_slice::<Value>(data) else {
-                        continue;
-                    };
-                    if let Some(e) = v.get("error") {
-                        failure = Some(json!({
-                            "code": e.get("code").cloned().unwrap_or(json!("server_error")),
-                            "message": e.get("message").cloned().unwrap_or(json!("the upstream failed")),
-                        }));
-                        break 'read;
-                    }
-                    self.chunk(&v).await?;
-                }
+            match event {
+                ChatEvent::Chunk(v) => self.chunk(&v).await?,
+                ChatEvent::Failed(error) => break Some(error),
+                ChatEvent::Done => break None,
             }
-        }
-        drop(body);
+        };
+        drop(chunks);
         let output = self.close_items().await?;
         if let Some(error) = failure {
             let mut failed = self.draft.object("failed", output, self.usage.clone());
@@ -317,9 +287,4 @@ impl Teller {
         self.items = items;
         Ok(output)
     }
-}
-
-/// The end of the first complete SSE event in `buf` (after its blank line).
-fn find_event_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(2).position(|w| w == b"\n\n").map(|p| p + 2)
 }

@@ -4,6 +4,7 @@
 //! Chat, legacy completions, embeddings, the Responses API and retrieval's `generate` answer
 //! through it; an upstream that failed is counted and journaled here.
 
+pub mod chunks;
 mod stream;
 mod whole;
 
