@@ -17,7 +17,6 @@ mod errors;
 mod journal_index;
 pub(crate) mod migrations;
 mod policies;
-mod responses;
 mod statements;
 mod usage;
 mod webhooks;
@@ -42,7 +41,7 @@ use super::documents::{
 use super::documents::{files, sql as documents};
 use super::keys::sql as keys;
 use super::responses::sql as stored_responses;
-use super::sql::Conn;
+use super::sql::{Conn, Tx};
 use super::sql::postgres::Pg;
 use super::teams::sql as teams;
 use super::webhooks::subscriptions;
@@ -371,12 +370,11 @@ impl Store for PgStore {
         batch: Vec<StoredResponse>,
     ) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |mut c, _| async move {
-            let tx = c.transaction().await?;
+            let tx = Pg(c.transaction().await?);
             // Responses first: their teams are locked before any budget row (the lock order).
-            responses::put_in(&tx, &batch).await?;
-            usage::charge_in(&tx, &charges).await?;
-            tx.commit().await?;
-            Ok(())
+            stored_responses::put_in(&tx, &batch).await?;
+            usage::charge_in(&tx.0, &charges).await?;
+            tx.commit().await
         })
     }
 

@@ -10,7 +10,6 @@
 
 mod budgets;
 pub(crate) mod migrations;
-mod responses;
 mod usage;
 mod webhooks;
 
@@ -195,7 +194,7 @@ impl Store for SqliteStore {
         self.run(move |c, _| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             usage::charge_in(&tx, &charges)?;
-            responses::put_in(&tx, &batch)?;
+            finish(stored_responses::put_in(&tx, &batch))?;
             tx.commit()?;
             Ok(())
         })
