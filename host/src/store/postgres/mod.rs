@@ -14,10 +14,8 @@
 
 mod budgets;
 mod errors;
-mod journal_index;
 pub(crate) mod migrations;
-mod policies;
-mod statements;
+pub(crate) mod statements;
 mod usage;
 mod webhooks;
 
@@ -39,7 +37,9 @@ use super::documents::{
     NewDocument, NewFile, StoredChunk, VectorStoreRecord,
 };
 use super::documents::{files, sql as documents};
+use super::journal_index::postgres as journal_index;
 use super::keys::sql as keys;
+use super::policies::postgres as policies;
 use super::responses::sql as stored_responses;
 use super::sql::{Conn, Tx};
 use super::sql::postgres::Pg;
@@ -53,7 +53,7 @@ use super::{
     UsageFilter, UsageRecord, UsageRow, responses::StoredResponse,
 };
 pub(crate) use errors::describe;
-use statements::{Filters, Params, execute, query, query_one, query_opt};
+use statements::{Filters, execute, query, query_one, query_opt};
 
 /// Session options of every connection: one plan per prepared statement (`connect`).
 const PLAN_ONCE: &str = "-c plan_cache_mode=force_generic_plan";
