@@ -237,7 +237,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         Box::pin(async { Ok(true) })
     }
 
-    // Policy versions shared by replicas (`policies.rs`). A back end only one process opens
+    // Policy versions shared by replicas (`policies/`). A back end only one process opens
     // (SQLite) keeps none: that process holds its versions in memory.
     /// Stores a version; with `activate`, it becomes its kind's active one, in one transaction.
     fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {
@@ -258,7 +258,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         Box::pin(async { Ok((Vec::new(), None)) })
     }
 
-    // The journal's index for replicas (`journal_index.rs`); SQLite keeps none.
+    // The journal's index for replicas (`journal_index/`); SQLite keeps none.
     /// Adds rows (a row already there is left as it is).
     fn index_journal(&self, rows: Vec<JournalRow>) -> BoxFuture<'_, StoreResult<()>> {
         let _ = rows;

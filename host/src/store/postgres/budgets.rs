@@ -5,6 +5,10 @@
 //! cannot cover the amount rolls the whole transaction back (all or none). While the rows are
 //! locked no other transaction can change them, so no interleaving of callers — tasks, pooled
 //! connections, replicas — holds more than the limit.
+//!
+//! Per back end on purpose: SQLite's single writer needs none of these locks
+//! (`sqlite/budgets.rs`); reserve and settle run on every request, so each keeps its fewest
+//! statements.
 
 use std::collections::HashSet;
 

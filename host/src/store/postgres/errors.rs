@@ -1,9 +1,8 @@
 //! How PostgreSQL's failures read as [`StoreError`]s: a pool that gives no connection, an error
-//! in one line without row values ([`describe`]), and whether the server refused a statement
-//! with a given SQLSTATE ([`is`]).
+//! in one line without row values ([`describe`]). Whether the server refused a statement for a
+//! foreign key is `store::sql::refused_foreign_key`, for both back ends.
 
 use deadpool_postgres::PoolError;
-use tokio_postgres::error::SqlState;
 
 use crate::store::StoreError;
 
@@ -31,10 +30,4 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
         Some(cause) => format!("{e}: {cause}"),
         None => e.to_string(),
     }
-}
-
-/// Whether `e` is the server refusing a statement with `code` (a unique or foreign key
-/// violation, …).
-pub(super) fn is(e: &StoreError, code: &SqlState) -> bool {
-    matches!(e, StoreError::Postgres(p) if p.code() == Some(code))
 }

@@ -4,6 +4,9 @@
 //! once take turns: the second finds the version applied and does nothing. PostgreSQL DDL is
 //! transactional, so a failure mid-upgrade leaves the previous version whole. Never edit a
 //! published migration: add one.
+//!
+//! The two schemas stay two files (`sqlite/migrations.rs`): two languages' DDL, numbered on their
+//! own; `store::sql::migrate` is the one runner of both.
 
 use deadpool_postgres::Object;
 

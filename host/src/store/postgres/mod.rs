@@ -13,13 +13,9 @@
 //! the reasoning.
 
 mod budgets;
-mod documents;
 mod errors;
-mod journal_index;
 pub(crate) mod migrations;
-mod policies;
-mod responses;
-mod statements;
+pub(crate) mod statements;
 mod usage;
 mod webhooks;
 
@@ -35,13 +31,18 @@ use tokio_postgres::NoTls;
 use tokio_postgres::config::SslMode;
 
 use super::cert_identities::sql as cert_identities;
+use super::documents::bulk::Bulk;
 use super::documents::{
     ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
     NewDocument, NewFile, StoredChunk, VectorStoreRecord,
 };
+use super::documents::{files, sql as documents};
+use super::journal_index::postgres as journal_index;
 use super::keys::sql as keys;
+use super::policies::postgres as policies;
 use super::responses::sql as stored_responses;
 use super::sql::postgres::Pg;
+use super::sql::{Conn, Tx};
 use super::teams::sql as teams;
 use super::webhooks::subscriptions;
 use super::webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
@@ -52,8 +53,7 @@ use super::{
     UsageFilter, UsageRecord, UsageRow, responses::StoredResponse,
 };
 pub(crate) use errors::describe;
-use errors::is;
-use statements::{Filters, Params, execute, query, query_one, query_opt};
+use statements::{Filters, execute, query, query_one, query_opt};
 
 /// Session options of every connection: one plan per prepared statement (`connect`).
 const PLAN_ONCE: &str = "-c plan_cache_mode=force_generic_plan";
@@ -168,18 +168,6 @@ fn session_options(theirs: Option<&str>) -> String {
         Some(theirs) => format!("{PLAN_ONCE} {theirs}"),
         None => PLAN_ONCE.to_string(),
     }
-}
-
-/// Whether the team exists (and, inside a transaction, cannot be deleted before it ends: the
-/// row is share-locked as a foreign key check would).
-async fn lock_team<C: GenericClient>(c: &C, team: &TeamId) -> StoreResult<bool> {
-    Ok(query_opt(
-        c,
-        "SELECT 1 FROM teams WHERE id = $1 FOR KEY SHARE",
-        &[&team.0],
-    )
-    .await?
-    .is_some())
 }
 
 impl Store for PgStore {
@@ -382,12 +370,11 @@ impl Store for PgStore {
         batch: Vec<StoredResponse>,
     ) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |mut c, _| async move {
-            let tx = c.transaction().await?;
+            let tx = Pg(c.transaction().await?);
             // Responses first: their teams are locked before any budget row (the lock order).
-            responses::put_in(&tx, &batch).await?;
-            usage::charge_in(&tx, &charges).await?;
-            tx.commit().await?;
-            Ok(())
+            stored_responses::put_in(&tx, &batch).await?;
+            usage::charge_in(&tx.0, &charges).await?;
+            tx.commit().await
         })
     }
 
@@ -473,7 +460,9 @@ impl Store for PgStore {
 
 impl DocumentStore for PgStore {
     fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>> {
-        self.run(move |mut c, now| async move { documents::insert(&mut c, now, document).await })
+        self.run(move |c, now| async move {
+            documents::insert(Pg(c).begin().await?, now, document).await
+        })
     }
 
     fn find_document(
@@ -484,7 +473,7 @@ impl DocumentStore for PgStore {
         file_id: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
         self.run(move |c, _| async move {
-            documents::find(&c, &team, &collection, &sha256, file_id.as_deref()).await
+            documents::find(&Pg(c), &team, &collection, &sha256, file_id.as_deref()).await
         })
     }
 
@@ -493,35 +482,35 @@ impl DocumentStore for PgStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| async move { documents::get(&c, &team, &id).await })
+        self.run(move |c, _| async move { documents::get(&Pg(c), &team, &id).await })
     }
 
     fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(move |c, _| async move { documents::list(&c, &filter).await })
+        self.run(move |c, _| async move { documents::list(&Pg(c), &filter).await })
     }
 
     fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(|c, _| async move { documents::all(&c).await })
+        self.run(|c, _| async move { documents::all(&Pg(c)).await })
     }
 
     fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { documents::delete(&c, &team, &id).await })
+        self.run(move |c, _| async move { documents::delete(&Pg(c), &team, &id).await })
     }
 
     fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| async move { documents::chunks(&c, &ids).await })
+        self.run(move |c, _| async move { Pg(c).chunks(&ids).await })
     }
 
     fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| async move { documents::chunk_vectors(&c, &model).await })
+        self.run(move |c, _| async move { documents::chunk_vectors(&Pg(c), &model).await })
     }
 
     fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| async move { documents::document_vectors(&c, &id).await })
+        self.run(move |c, _| async move { documents::document_vectors(&Pg(c), &id).await })
     }
 
     fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| async move { documents::document_chunks(&c, &id).await })
+        self.run(move |c, _| async move { documents::document_chunks(&Pg(c), &id).await })
     }
 
     fn replace_vectors(
@@ -530,32 +519,34 @@ impl DocumentStore for PgStore {
         model: String,
         vectors: Vec<(u64, Vec<u8>)>,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| async move {
-            documents::replace_vectors(&mut c, &id, &model, &vectors).await
+        self.run(move |c, _| async move {
+            documents::replace_vectors(Pg(c).begin().await?, &id, &model, &vectors).await
         })
     }
 
     fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
-        self.run(move |c, now| async move { documents::create_file(&c, now, file).await })
+        self.run(move |c, now| async move { files::create_file(&mut Pg(c), now, file).await })
     }
 
     fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
-        self.run(move |c, _| async move { documents::file(&c, &team, &id).await })
+        self.run(move |c, _| async move { files::file(&Pg(c), &team, &id).await })
     }
 
     fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
-        self.run(move |c, _| async move { documents::files(&c, &team).await })
+        self.run(move |c, _| async move { files::files(&Pg(c), &team).await })
     }
 
     fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { documents::delete_file(&c, &team, &id).await })
+        self.run(move |c, _| async move { files::delete_file(&Pg(c), &team, &id).await })
     }
 
     fn create_vector_store(
         &self,
         store: VectorStoreRecord,
     ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
-        self.run(move |c, now| async move { documents::create_vector_store(&c, now, store).await })
+        self.run(
+            move |c, now| async move { files::create_vector_store(&mut Pg(c), now, store).await },
+        )
     }
 
     fn vector_store(
@@ -563,16 +554,16 @@ impl DocumentStore for PgStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
-        self.run(move |c, _| async move { documents::vector_store(&c, &team, &id).await })
+        self.run(move |c, _| async move { files::vector_store(&Pg(c), &team, &id).await })
     }
 
     fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
-        self.run(move |c, _| async move { documents::vector_stores(&c, &team).await })
+        self.run(move |c, _| async move { files::vector_stores(&Pg(c), &team).await })
     }
 
     fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run(
-            move |mut c, _| async move { documents::delete_vector_store(&mut c, &team, &id).await },
+            move |c, _| async move { files::delete_vector_store(&mut Pg(c), &team, &id).await },
         )
     }
 }

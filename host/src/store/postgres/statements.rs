@@ -8,32 +8,32 @@ use tokio_postgres::types::ToSql;
 
 use crate::store::StoreResult;
 
-pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// A listing's conditions, only those given: connections plan each statement once (`PLAN_ONCE`
 /// in `postgres/mod.rs`), and one plan of a catch-all `($2 IS NULL OR state = $2)` could not use
 /// the index a given filter needs. The texts are few (each filter there or not) and prepared
 /// once.
 #[derive(Default)]
-pub(super) struct Filters<'a> {
+pub(crate) struct Filters<'a> {
     clauses: Vec<String>,
-    pub(super) params: Vec<&'a (dyn ToSql + Sync)>,
+    pub(crate) params: Vec<&'a (dyn ToSql + Sync)>,
 }
 
 impl<'a> Filters<'a> {
     /// The placeholder of a new parameter.
-    pub(super) fn bind(&mut self, value: &'a (dyn ToSql + Sync)) -> String {
+    pub(crate) fn bind(&mut self, value: &'a (dyn ToSql + Sync)) -> String {
         self.params.push(value);
         format!("${}", self.params.len())
     }
 
     /// A condition written with placeholders from [`Filters::bind`].
-    pub(super) fn and(&mut self, condition: String) {
+    pub(crate) fn and(&mut self, condition: String) {
         self.clauses.push(condition);
     }
 
     /// `condition` (`"team_id ="`) against the value, when one is given.
-    pub(super) fn given<T: ToSql + Sync>(&mut self, condition: &str, value: Option<&'a T>) {
+    pub(crate) fn given<T: ToSql + Sync>(&mut self, condition: &str, value: Option<&'a T>) {
         if let Some(v) = value {
             let placeholder = self.bind(v);
             self.and(format!("{condition} {placeholder}"));
@@ -41,7 +41,7 @@ impl<'a> Filters<'a> {
     }
 
     /// `WHERE …` (empty without conditions).
-    pub(super) fn where_clause(&self) -> String {
+    pub(crate) fn where_clause(&self) -> String {
         if self.clauses.is_empty() {
             String::new()
         } else {
@@ -50,7 +50,7 @@ impl<'a> Filters<'a> {
     }
 }
 
-pub(super) async fn query<C: GenericClient>(
+pub(crate) async fn query<C: GenericClient>(
     c: &C,
     sql: &str,
     params: Params<'_>,
@@ -59,7 +59,7 @@ pub(super) async fn query<C: GenericClient>(
     Ok(c.query(&st, params).await?)
 }
 
-pub(super) async fn query_opt<C: GenericClient>(
+pub(crate) async fn query_opt<C: GenericClient>(
     c: &C,
     sql: &str,
     params: Params<'_>,
@@ -68,7 +68,7 @@ pub(super) async fn query_opt<C: GenericClient>(
     Ok(c.query_opt(&st, params).await?)
 }
 
-pub(super) async fn query_one<C: GenericClient>(
+pub(crate) async fn query_one<C: GenericClient>(
     c: &C,
     sql: &str,
     params: Params<'_>,
@@ -77,7 +77,7 @@ pub(super) async fn query_one<C: GenericClient>(
     Ok(c.query_one(&st, params).await?)
 }
 
-pub(super) async fn execute<C: GenericClient>(
+pub(crate) async fn execute<C: GenericClient>(
     c: &C,
     sql: &str,
     params: Params<'_>,

@@ -1,6 +1,9 @@
 //! Usage in PostgreSQL: one row per completed request (a batch in one statement), summed on
 //! query per key, model and actor; charging adds each batch's spend to its counters in scope
 //! order.
+//!
+//! Per back end on purpose (the charge path's speed): a batch as arrays in one round trip, which
+//! `store::sql::Value` does not carry; SQLite's row-by-row version is `sqlite/usage.rs`.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;

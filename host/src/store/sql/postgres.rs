@@ -81,7 +81,8 @@ fn bind(params: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
     params.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
 }
 
-fn row(r: &tokio_postgres::Row) -> StoreResult<Row> {
+/// A row tokio-postgres answered, as the store's [`Row`] (also for a back end's own bulk step).
+pub(crate) fn row(r: &tokio_postgres::Row) -> StoreResult<Row> {
     (0..r.len())
         .map(|i| Ok(r.try_get::<_, Value>(i)?))
         .collect::<StoreResult<Vec<_>>>()

@@ -112,6 +112,27 @@ impl Row {
         self.opt_text(i)?
             .ok_or_else(|| Row::wrong(i, "text", &Value::Null))
     }
+
+    /// A BLOB (SQLite) or BYTEA (PostgreSQL) column.
+    pub(crate) fn bytes(&self, i: usize) -> StoreResult<Vec<u8>> {
+        match self.at(i)? {
+            Value::Bytes(v) => Ok(v.clone()),
+            other => Err(Row::wrong(i, "bytes", other)),
+        }
+    }
+
+    /// A count kept as an integer, back into its Rust type; out of range is a corrupt row.
+    pub(crate) fn count<T: TryFrom<i64>>(&self, i: usize) -> StoreResult<T> {
+        let v = self.i64(i)?;
+        T::try_from(v).map_err(|_| StoreError::Corrupt(format!("column {i}: {v} is out of range")))
+    }
+
+    pub(crate) fn opt_count<T: TryFrom<i64>>(&self, i: usize) -> StoreResult<Option<T>> {
+        match self.opt_i64(i)? {
+            None => Ok(None),
+            Some(_) => self.count(i).map(Some),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -134,5 +155,9 @@ mod tests {
         assert!(row.i64(2).is_err());
         assert!(row.text(0).is_err());
         assert!(row.i64(9).is_err());
+        assert_eq!(row.count::<u32>(0).unwrap(), 1);
+        assert_eq!(row.opt_count::<u32>(2).unwrap(), None);
+        assert!(Row(vec![Value::Int(-1)]).count::<u64>(0).is_err());
+        assert_eq!(Row(vec![Value::Bytes(vec![7])]).bytes(0).unwrap(), vec![7]);
     }
 }

@@ -3,6 +3,10 @@
 //! transaction, so no interleaving of callers (threads, connections or processes on the same
 //! file) can hold more than the limit: SQLite runs one write transaction at a time, and the
 //! condition is checked and the counter moved in the same statement.
+//!
+//! Per back end on purpose: PostgreSQL must first lock the counter rows in scope order
+//! (`postgres/budgets.rs`), which SQLite's single writer makes moot; reserve and settle run on
+//! every request, so each back end keeps its fewest statements.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 

@@ -1,6 +1,10 @@
 //! The SQLite schema as an ordered list of migrations. `schema_version` holds one row per applied
 //! migration; opening a database applies the missing ones in one transaction, so a crash
 //! mid-upgrade leaves the previous version intact. Never edit a published migration: add one.
+//!
+//! The two schemas stay two files: they are two languages' DDL (SQLite's `STRICT` tables and row
+//! ids, PostgreSQL's identities, collations and named constraints), numbered on their own, and a
+//! published migration is never rewritten.
 
 use rusqlite::Connection;
 

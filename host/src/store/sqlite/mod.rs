@@ -9,9 +9,7 @@
 //! [`SqliteStore`], another process) stays correct: every check-and-change is one transaction.
 
 mod budgets;
-mod documents;
 pub(crate) mod migrations;
-mod responses;
 mod usage;
 mod webhooks;
 
@@ -23,9 +21,12 @@ use futures_util::future::BoxFuture;
 use rusqlite::Connection;
 
 use super::cert_identities::sql as cert_identities;
+use super::documents::bulk::Bulk;
+use super::documents::{files, sql as documents};
 use super::group_commit;
 use super::keys::sql as keys;
 use super::responses::sql as stored_responses;
+use super::sql::Conn;
 use super::sql::sqlite::finish;
 use super::teams::sql as teams;
 use super::webhooks::subscriptions;
@@ -193,7 +194,7 @@ impl Store for SqliteStore {
         self.run(move |c, _| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             usage::charge_in(&tx, &charges)?;
-            responses::put_in(&tx, &batch)?;
+            finish(stored_responses::put_in(&tx, &batch))?;
             tx.commit()?;
             Ok(())
         })
@@ -377,7 +378,9 @@ impl Store for SqliteStore {
 
 impl DocumentStore for SqliteStore {
     fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>> {
-        self.run(move |c, now| documents::insert(c, now, document))
+        self.run(move |mut c, now| {
+            finish(async move { documents::insert(c.begin().await?, now, document).await })
+        })
     }
 
     fn find_document(
@@ -388,7 +391,13 @@ impl DocumentStore for SqliteStore {
         file_id: Option<String>,
     ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
         self.run(move |c, _| {
-            documents::find_document(c, &team, &collection, &sha256, file_id.as_deref())
+            finish(documents::find(
+                &c,
+                &team,
+                &collection,
+                &sha256,
+                file_id.as_deref(),
+            ))
         })
     }
 
@@ -397,35 +406,35 @@ impl DocumentStore for SqliteStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| documents::get(c, &team, &id))
+        self.run(move |c, _| finish(documents::get(&c, &team, &id)))
     }
 
     fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(move |c, _| documents::list(c, &filter))
+        self.run(move |c, _| finish(documents::list(&c, &filter)))
     }
 
     fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(|c, _| documents::all(c))
+        self.run(|c, _| finish(documents::all(&c)))
     }
 
     fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| documents::delete(c, &team, &id))
+        self.run(move |c, _| finish(documents::delete(&c, &team, &id)))
     }
 
     fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| documents::chunks(c, &ids))
+        self.run(move |c, _| finish(Bulk::chunks(&c, &ids)))
     }
 
     fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| documents::chunk_vectors(c, &model))
+        self.run(move |c, _| finish(documents::chunk_vectors(&c, &model)))
     }
 
     fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| documents::document_vectors(c, &id))
+        self.run(move |c, _| finish(documents::document_vectors(&c, &id)))
     }
 
     fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| documents::document_chunks(c, &id))
+        self.run(move |c, _| finish(documents::document_chunks(&c, &id)))
     }
 
     fn replace_vectors(
@@ -434,30 +443,34 @@ impl DocumentStore for SqliteStore {
         model: String,
         vectors: Vec<(u64, Vec<u8>)>,
     ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| documents::replace_vectors(c, &id, &model, &vectors))
+        self.run(move |mut c, _| {
+            finish(async move {
+                documents::replace_vectors(c.begin().await?, &id, &model, &vectors).await
+            })
+        })
     }
 
     fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
-        self.run(move |c, now| documents::create_file(c, now, file))
+        self.run(move |mut c, now| finish(files::create_file(&mut c, now, file)))
     }
 
     fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
-        self.run(move |c, _| documents::file(c, &team, &id))
+        self.run(move |c, _| finish(files::file(&c, &team, &id)))
     }
 
     fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
-        self.run(move |c, _| documents::files(c, &team))
+        self.run(move |c, _| finish(files::files(&c, &team)))
     }
 
     fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| documents::delete_file(c, &team, &id))
+        self.run(move |c, _| finish(files::delete_file(&c, &team, &id)))
     }
 
     fn create_vector_store(
         &self,
         store: VectorStoreRecord,
     ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
-        self.run(move |c, now| documents::create_vector_store(c, now, store))
+        self.run(move |mut c, now| finish(files::create_vector_store(&mut c, now, store)))
     }
 
     fn vector_store(
@@ -465,15 +478,15 @@ impl DocumentStore for SqliteStore {
         team: TeamId,
         id: String,
     ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
-        self.run(move |c, _| documents::vector_store(c, &team, &id))
+        self.run(move |c, _| finish(files::vector_store(&c, &team, &id)))
     }
 
     fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
-        self.run(move |c, _| documents::vector_stores(c, &team))
+        self.run(move |c, _| finish(files::vector_stores(&c, &team)))
     }
 
     fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| documents::delete_vector_store(c, &team, &id))
+        self.run(move |mut c, _| finish(files::delete_vector_store(&mut c, &team, &id)))
     }
 }
 

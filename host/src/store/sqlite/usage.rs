@@ -1,4 +1,9 @@
 //! Usage in SQLite: one row per completed request, summed on query per key, model and actor.
+//!
+//! Per back end on purpose (the charge path's speed): here a batch is cached statements row by
+//! row inside the group commit's transaction, on the writer thread that holds the connection (no
+//! round trip); PostgreSQL sends a batch as arrays in one statement and locks the counters in
+//! scope order (`postgres/usage.rs`).
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 

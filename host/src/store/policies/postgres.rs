@@ -3,11 +3,11 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::{execute, query, query_opt};
+use crate::store::postgres::statements::{execute, query, query_opt};
 use crate::store::{PolicyKind, StoreError, StoreResult, StoredPolicy};
 
 /// Inside the caller's transaction: the version, and with `activate` it becomes the active one.
-pub(super) async fn save<C: GenericClient>(
+pub(crate) async fn save<C: GenericClient>(
     tx: &C,
     p: &StoredPolicy,
     activate: bool,
@@ -34,7 +34,7 @@ pub(super) async fn save<C: GenericClient>(
 }
 
 /// `false` when no stored version of that kind has this id.
-pub(super) async fn activate<C: GenericClient>(
+pub(crate) async fn activate<C: GenericClient>(
     c: &C,
     kind: PolicyKind,
     id: &str,
@@ -64,7 +64,7 @@ async fn set_active<C: GenericClient>(c: &C, kind: PolicyKind, id: &str) -> Stor
 }
 
 /// Every version of `kind`, oldest first, and the active one's id.
-pub(super) async fn list<C: GenericClient>(
+pub(crate) async fn list<C: GenericClient>(
     c: &C,
     kind: PolicyKind,
 ) -> StoreResult<(Vec<StoredPolicy>, Option<String>)> {

@@ -1,8 +1,14 @@
 //! The document library's durable half (issue 15): documents, their chunks and the chunks'
 //! vectors, scoped by team. The in-memory search index (`crate::rag`) is rebuilt from
 //! [`DocumentStore::chunk_vectors`] at start (and, with replicas, follows other replicas' uploads
-//! through [`DocumentStore::document_vectors`]); SQLite and PostgreSQL implement it. Format and
+//! through [`DocumentStore::document_vectors`]); SQLite and PostgreSQL implement it over the
+//! steps written once for both ([`sql`]: documents and chunks; [`files`]: files and vector
+//! stores), with [`bulk`] holding the few steps each back end does its own way. Format and
 //! guarantees in `docs/DOCUMENTS.md`.
+
+pub(crate) mod bulk;
+pub(crate) mod files;
+pub(crate) mod sql;
 
 use futures_util::future::BoxFuture;
 

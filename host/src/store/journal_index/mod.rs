@@ -2,6 +2,10 @@
 //! so one query answers for all replicas and one verification walks every chain. The chains
 //! themselves stay on each replica's disk (the journal); this is an index of them, filled behind
 //! the writer (`state::journal_index`). SQLite keeps none (one process reads its own files).
+//!
+//! Only PostgreSQL keeps them: [`postgres`] holds its statements.
+
+pub(crate) mod postgres;
 
 /// One journal entry as indexed: which replica's chain, its seq, the fields queries narrow by,
 /// and the line as written (the record's JSON, hash included).

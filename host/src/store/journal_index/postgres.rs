@@ -5,10 +5,10 @@ use deadpool_postgres::GenericClient;
 
 use tokio_postgres::error::SqlState;
 
-use super::{Filters, Params, execute, query, query_one};
+use crate::store::postgres::statements::{Filters, Params, execute, query, query_one};
 use crate::store::{JournalRow, JournalScan, StoreError, StoreResult, TlogHead};
 
-pub(super) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreResult<()> {
+pub(crate) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -41,7 +41,7 @@ macro_rules! copy_rows {
 const COPY: &str = copy_rows!();
 const COPY_OR_SKIP: &str = concat!(copy_rows!(), " ON CONFLICT (replica, seq) DO NOTHING");
 
-pub(super) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<i64> {
+pub(crate) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<i64> {
     let row = query_one(
         c,
         "SELECT COALESCE(MAX(seq), 0) FROM journal_entries WHERE replica = $1",
@@ -51,7 +51,7 @@ pub(super) async fn head<C: GenericClient>(c: &C, replica: &str) -> StoreResult<
     Ok(row.try_get(0)?)
 }
 
-pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResult<Vec<JournalRow>> {
+pub(crate) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResult<Vec<JournalRow>> {
     let limit = i64::from(s.limit.max(1));
     let mut f = Filters::default();
     let (past, order) = if s.descending {
@@ -82,7 +82,7 @@ pub(super) async fn page<C: GenericClient>(c: &C, s: &JournalScan) -> StoreResul
     rows.iter().map(row).collect()
 }
 
-pub(super) async fn chain<C: GenericClient>(
+pub(crate) async fn chain<C: GenericClient>(
     c: &C,
     replica: &str,
     after_seq: i64,
@@ -98,7 +98,7 @@ pub(super) async fn chain<C: GenericClient>(
     rows.iter().map(row).collect()
 }
 
-pub(super) async fn replicas<C: GenericClient>(c: &C) -> StoreResult<Vec<String>> {
+pub(crate) async fn replicas<C: GenericClient>(c: &C) -> StoreResult<Vec<String>> {
     let rows = query(
         c,
         "SELECT DISTINCT replica FROM journal_entries ORDER BY replica",
@@ -120,7 +120,7 @@ fn row(r: &tokio_postgres::Row) -> StoreResult<JournalRow> {
     })
 }
 
-pub(super) async fn prune<C: GenericClient>(
+pub(crate) async fn prune<C: GenericClient>(
     c: &C,
     replica: &str,
     through: i64,
@@ -134,7 +134,7 @@ pub(super) async fn prune<C: GenericClient>(
 }
 
 /// Keeps `note` as `replica`'s head unless a larger one is there already.
-pub(super) async fn publish_head<C: GenericClient>(
+pub(crate) async fn publish_head<C: GenericClient>(
     c: &C,
     replica: &str,
     head: &TlogHead,
@@ -151,7 +151,7 @@ pub(super) async fn publish_head<C: GenericClient>(
     .map(drop)
 }
 
-pub(super) async fn tlog_head<C: GenericClient>(
+pub(crate) async fn tlog_head<C: GenericClient>(
     c: &C,
     replica: &str,
 ) -> StoreResult<Option<TlogHead>> {

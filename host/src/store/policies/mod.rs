@@ -1,6 +1,10 @@
 //! The store's policy versions (replicas only): router versions and guardrail versions uploaded
 //! through the admin API, kept so every replica loads the same ones and follows the same active
 //! one. One process keeps its versions in memory and needs none of this (SQLite stores nothing).
+//!
+//! Only PostgreSQL keeps them: [`postgres`] holds its statements.
+
+pub(crate) mod postgres;
 
 use super::UnixMillis;
 
