@@ -10,6 +10,7 @@ pub mod budget;
 pub mod config;
 pub mod console;
 pub mod demo;
+pub mod domain;
 pub mod egress;
 pub mod events;
 pub mod facts;

@@ -14,8 +14,8 @@ use crate::api::{
     activity, chat, completions, documents, embeddings, files, models, rag, responses,
     vector_stores,
 };
-use crate::config::Role;
 use crate::console;
+use crate::domain::Role;
 use crate::pipeline::{admission, audit, context, events, observe};
 use crate::server::error::ApiError;
 use crate::state::AppState;

@@ -13,7 +13,7 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::Role;
+use crate::domain::Role;
 use crate::server::body;
 use crate::server::error::ApiError;
 use crate::state::AppState;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::access::bootstrap::CONFIG_KEY_PREFIX;
 use crate::budget::units;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::server::error::ApiError;
 use crate::server::{body, params};
 use crate::state::AppState;

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::access::Principal;
 use crate::budget::units;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::server::error::ApiError;
 use crate::server::params;
 use crate::state::AppState;

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::validate::EmbeddingsRequest;
-use crate::config::ModelKind;
+use crate::domain::ModelKind;
 use crate::pipeline::answer::{Kind, answer};
 use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, encode_body};

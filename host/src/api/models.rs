@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::{Value, json};
 
-use crate::config::{AUTO_ROUTER, ModelConfig};
+use crate::domain::{AUTO_ROUTER, ModelConfig};
 use crate::rag::BUILTIN_MODEL;
 use crate::server::error::ApiError;
 use crate::state::AppState;

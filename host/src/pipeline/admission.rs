@@ -17,7 +17,7 @@ use super::{ClientIp, RequestCtx};
 use crate::access::CachedKey;
 use crate::access::Principal;
 use crate::access::limits::X_RATELIMIT_LIMIT;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::metrics::Metrics;
 use crate::server::body;
 use crate::server::error::ApiError;

@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::access::Principal;
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
 use crate::metrics::Metrics;
 use crate::pipeline::RequestCtx;

@@ -11,7 +11,7 @@ use super::fallback::{self, NotServed, Served, encode_body};
 use super::guard::{self, Shape};
 use super::route::{self, Routed};
 use super::spend;
-use crate::config::ModelKind;
+use crate::domain::ModelKind;
 use crate::facts;
 use crate::server::error::ApiError;
 use crate::upstream::Endpoint;

@@ -6,7 +6,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::call::Call;
-use crate::config::ModelId;
+use crate::domain::ModelId;
 use crate::events::{Event, Events};
 
 /// The events a request emitted (`routing.rule`, `model.fallback`, `guardrail.violation`, …) are

@@ -21,7 +21,8 @@ use super::call::Call;
 use super::route::Routed;
 use super::spend;
 use crate::budget::Reservation;
-use crate::config::{Config, MAX_FALLBACKS, ModelConfig};
+use crate::config::{Config, MAX_FALLBACKS};
+use crate::domain::ModelConfig;
 use crate::events::Event;
 use crate::metrics::Metrics;
 use crate::residency::{Boundary, Breach};
@@ -481,7 +482,7 @@ mod tests {
 
     #[test]
     fn only_connection_timeout_5xx_and_429_move_on() {
-        let model = crate::config::ModelId("m".into());
+        let model = crate::domain::ModelId("m".into());
         let rejected = |status: u16| UpstreamError::Rejected {
             model: model.clone(),
             status: StatusCode::from_u16(status).unwrap(),

@@ -11,7 +11,7 @@ use http::HeaderValue;
 
 use super::call::Call;
 use super::{X_DATA_RESIDENCY, X_ROUTE_POLICY};
-use crate::config::{ModelConfig, ModelKind};
+use crate::domain::{ModelConfig, ModelKind};
 use crate::events::Event;
 use crate::facts::Facts;
 use crate::policy::RouteFacts;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::call::Call;
 use crate::budget::{BudgetError, ChargeTo, Reservation, cost};
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::metrics::Metrics;
 use crate::server::error::ApiError;
 use crate::store::{KeyId, TeamId};

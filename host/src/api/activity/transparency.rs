@@ -22,7 +22,7 @@ use http::{StatusCode, header};
 use serde_json::json;
 
 use crate::access::Principal;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::journal::tlog::{Mirror, SignedHead, Tlog, TlogError, team_fingerprint, tree::Hash};
 use crate::server::error::ApiError;
 use crate::state::AppState;

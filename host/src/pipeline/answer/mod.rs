@@ -21,7 +21,7 @@ use super::guard::Shape;
 use super::route::{self, Routed};
 use super::spend;
 use crate::budget::Reservation;
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::metrics::Metrics;
 
 /// What is being answered: a generation (chat or legacy completion, whose text the guardrail's
