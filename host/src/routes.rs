@@ -67,7 +67,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
         .route_layer(middleware::from_fn_with_state(
-            state.0.events.clone(),
+            state.events().clone(),
             events::events_persisted,
         ))
         .route_layer(middleware::from_fn_with_state(
@@ -223,7 +223,7 @@ pub fn router(state: AppState) -> Router {
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
     (
         [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.0.metrics.render(),
+        app.metrics().render(),
     )
 }
 

@@ -126,7 +126,7 @@ pub async fn answer_parts(
         (Err(not_served), _) => (not_served.model().clone(), Err(not_served.into_response())),
     };
     let answered = answered.inspect_err(|failed| {
-        Metrics::inc(&call.app.0.metrics.upstream_errors_total);
+        Metrics::inc(&call.app.metrics().upstream_errors_total);
         call.audit.upstream_failed();
         if kind.generated().is_some() {
             completed(call, &model.id, failed.status().as_u16(), None);
