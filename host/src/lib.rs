@@ -10,6 +10,7 @@ pub mod budget;
 pub mod config;
 pub mod console;
 pub mod demo;
+pub mod domain;
 pub mod egress;
 pub mod events;
 pub mod facts;
@@ -83,7 +84,7 @@ impl Gateway {
         // The TLS counters live with every other counter; the material was checked when the
         // config was read (and is read again here, so what is on disk now serves).
         let tls = match tls {
-            Some(t) => Some(TlsListener::new(&t, state.0.metrics.clone())?),
+            Some(t) => Some(TlsListener::new(&t, state.metrics().clone())?),
             None => None,
         };
         Ok(Gateway { state, opts, tls })
@@ -96,12 +97,7 @@ impl Gateway {
 
     /// The admin key start-up created because the store had none: show it once, then forget it.
     pub fn take_bootstrap_admin_secret(&self) -> Option<String> {
-        self.state
-            .0
-            .bootstrap_admin_secret
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        self.state.take_bootstrap_admin_secret()
     }
 
     /// The shared state the server runs on (tests reach its events and journal through it).
@@ -116,7 +112,7 @@ impl Gateway {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> anyhow::Result<()> {
-        let lanes = match self.state.0.config.server.threads {
+        let lanes = match self.state.config().server.threads {
             0 => None,
             // Lane `i` calls upstreams through pool `1 + i` (`Upstreams::new`).
             n => Some(Lanes::start(n, |lane| upstream::use_pool(1 + lane))?),
@@ -128,8 +124,8 @@ impl Gateway {
                 let mut minutes = 0u64;
                 loop {
                     tick.tick().await;
-                    state.0.access.prune();
-                    if let Some(library) = &state.0.library {
+                    state.access().prune();
+                    if let Some(library) = state.library() {
                         library.reconcile().await;
                     }
                     // Stored responses past their retention, at start and then hourly.
@@ -141,7 +137,7 @@ impl Gateway {
             }
         });
         // Other replicas' changes (revocations, team changes), applied as they arrive.
-        let changes = self.state.0.shared.listen().map(|mut heard| {
+        let changes = self.state.shared().listen().map(|mut heard| {
             let state = self.state.clone();
             tokio::spawn(async move {
                 while let Some(notice) = heard.recv().await {
@@ -171,7 +167,7 @@ impl Gateway {
         }
         // Drained: every settled charge is committed and the journal closed before the process
         // may exit.
-        self.state.0.budgets.charger().flush().await;
+        self.state.budgets().charger().flush().await;
         self.state.shut_down().await;
         // The journal is closed: its last entries go to the shared store too.
         if let Err(e) = self.state.index_journal_now().await {

@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use crate::config::{Config, ModelConfig, ModelKind};
+use crate::config::Config;
+use crate::domain::{ModelConfig, ModelKind};
 
 /// Classification labels that make a request sensitive (`X-Data-Classification` or the body's
 /// `routing.classification`), besides a guardrail's flag.

@@ -14,8 +14,8 @@ use crate::api::{
     activity, chat, completions, documents, embeddings, files, messages, models, rag, responses,
     vector_stores,
 };
-use crate::config::Role;
 use crate::console;
+use crate::domain::Role;
 use crate::pipeline::{admission, audit, context, events, observe};
 use crate::server::error::ApiError;
 use crate::state::AppState;
@@ -68,7 +68,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
         .route_layer(middleware::from_fn_with_state(
-            state.0.events.clone(),
+            state.events().clone(),
             events::events_persisted,
         ))
         .route_layer(middleware::from_fn_with_state(
@@ -227,7 +227,7 @@ pub fn router(state: AppState) -> Router {
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
     (
         [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.0.metrics.render(),
+        app.metrics().render(),
     )
 }
 

@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use anyhow::Context as _;
 
 use crate::auth::{KEY_PREFIX, generate_secret, hash_secret, is_gateway_key};
-use crate::config::{Config, Role};
+use crate::config::Config;
+use crate::domain::Role;
 use crate::store::{
     CertSource, KeyId, KeyInfo, NewCertIdentity, NewKey, NewTeam, Store, TeamId, TeamPatch,
 };

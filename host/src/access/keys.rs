@@ -123,7 +123,7 @@ impl KeyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Role;
+    use crate::domain::Role;
 
     fn entry(key: &str) -> Arc<CachedKey> {
         Arc::new(CachedKey {

@@ -22,7 +22,8 @@ pub use limits::{LimitClock, RateStatus};
 pub use quota::{QuotaExceeded, TokenQuota};
 
 use crate::auth::{AuthError, hash_secret, secret_from_headers};
-use crate::config::{AccessConfig, OnFailure, Plans, RateLimit, Role};
+use crate::config::{AccessConfig, OnFailure, Plans, RateLimit};
+use crate::domain::Role;
 use crate::metrics::Metrics;
 use crate::shared::{Change, Notice, Shared};
 use crate::store::{CertIdentity, Clock, KeyInfo, KeyState, Plan, Store, Team, UnixMillis};

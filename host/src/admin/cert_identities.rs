@@ -13,7 +13,7 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::Role;
+use crate::domain::Role;
 use crate::server::body;
 use crate::server::error::ApiError;
 use crate::state::AppState;
@@ -46,7 +46,7 @@ pub async fn create(
     req: Body,
 ) -> Result<Response, ApiError> {
     let c: Create =
-        body::read_json(&headers, req, &app.0.config.server, "certificate identity").await?;
+        body::read_json(&headers, req, &app.config().server, "certificate identity").await?;
     let given = [
         c.uri.is_some(),
         c.dns.is_some(),

@@ -18,14 +18,13 @@ use crate::journal::{
 };
 use crate::pipeline::admission::AdminOnly;
 use crate::server::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, JournalIndex};
 
 /// `GET /v1/admin/journal/verify`: what `sovereign journal verify DIR --public-key <the
 /// operator's key>` reports, as JSON. 200 whatever the verdict; `ok` says it.
 pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Response, ApiError> {
     let settings = app
-        .0
-        .config
+        .config()
         .journal
         .clone()
         .ok_or_else(ApiError::journal_disabled)?;
@@ -42,7 +41,7 @@ pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Respons
         if let Err(e) = app.index_journal_now().await {
             tracing::warn!(error = %e, "copying the journal before verifying failed");
         }
-        let replicas = indexed_chains(app.0.store.as_ref()).await?;
+        let replicas = indexed_chains(&app.journal_index()).await?;
         let all_ok = replicas.iter().all(|r| r["ok"] == true);
         out["replicas"] = Value::Array(replicas);
         out["ok"] = Value::Bool(out["ok"] == true && all_ok);
@@ -54,11 +53,7 @@ pub async fn verify(State(app): State<AppState>, _: AdminOnly) -> Result<Respons
 /// checkpoint of the chain's head, appends it to the checkpoints file; 201 with it. 409 when the
 /// journal is off or still empty.
 pub async fn checkpoint(State(app): State<AppState>) -> Result<Response, ApiError> {
-    let journal = app
-        .0
-        .journal
-        .as_ref()
-        .ok_or_else(ApiError::journal_disabled)?;
+    let journal = app.journal().ok_or_else(ApiError::journal_disabled)?;
     match journal
         .checkpoint_now()
         .await
@@ -81,8 +76,7 @@ const CHECKPOINTS_LISTED: usize = 10_000;
 /// newest 10,000). Lines that do not parse (a torn last line) are left out: verify reports them.
 pub async fn checkpoints(State(app): State<AppState>) -> Result<Response, ApiError> {
     let settings = app
-        .0
-        .config
+        .config()
         .journal
         .clone()
         .ok_or_else(ApiError::journal_disabled)?;
@@ -108,18 +102,18 @@ const CHAIN_PAGE: u32 = 5_000;
 
 /// Every replica's indexed chain: seqs contiguous, each entry's `prev_hash` the previous entry's
 /// `journal_hash`, each `journal_hash` recomputed from its entry.
-async fn indexed_chains(store: &dyn crate::store::Store) -> Result<Vec<Value>, ApiError> {
+async fn indexed_chains(index: &JournalIndex) -> Result<Vec<Value>, ApiError> {
     let mut out = Vec::new();
-    for replica in store
-        .journal_replicas()
+    for replica in index
+        .replicas()
         .await
         .map_err(ApiError::journal_unreadable)?
     {
         let (mut after, mut entries, mut prev): (i64, u64, Option<String>) = (0, 0, None);
         let mut problem: Option<Value> = None;
         'chain: loop {
-            let rows = store
-                .journal_chain(replica.clone(), after, CHAIN_PAGE)
+            let rows = index
+                .chain(replica.clone(), after, CHAIN_PAGE)
                 .await
                 .map_err(ApiError::journal_unreadable)?;
             let full = rows.len() == CHAIN_PAGE as usize;

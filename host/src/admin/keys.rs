@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::access::bootstrap::CONFIG_KEY_PREFIX;
 use crate::budget::units;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::server::error::ApiError;
 use crate::server::{body, params};
 use crate::state::AppState;
@@ -46,7 +46,7 @@ pub async fn create(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let c: Create = body::read_json(&headers, req, &app.0.config.server, "key").await?;
+    let c: Create = body::read_json(&headers, req, &app.config().server, "key").await?;
     if c.ip_allowlist.len() > MAX_ALLOWLIST {
         return Err(ApiError::invalid(
             "ip_allowlist",
@@ -129,7 +129,7 @@ pub async fn rotate(
     req: Body,
 ) -> Result<Response, ApiError> {
     let r: Rotate =
-        body::read_json_or_default(&headers, req, &app.0.config.server, "rotation").await?;
+        body::read_json_or_default(&headers, req, &app.config().server, "rotation").await?;
     let rotated = app.keys().rotate(id, r.grace_seconds).await?;
     let mut v = render(&app, &rotated.created.info).await?;
     v["key"] = Value::String(rotated.created.secret);
@@ -150,7 +150,7 @@ pub async fn revoke(
 
 /// A key as the API shows it: everything but the secret and its hash.
 async fn render(app: &AppState, k: &KeyInfo) -> Result<Value, ApiError> {
-    let b = app.0.budgets.state(&BudgetScope::Key(k.id.clone())).await?;
+    let b = app.budgets().state(&BudgetScope::Key(k.id.clone())).await?;
     let secs = |ms: Option<i64>| ms.map(|m| m / 1000);
     Ok(json!({
         "id": k.id.0,

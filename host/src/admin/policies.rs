@@ -45,7 +45,7 @@ pub async fn upload(
     body: Body,
 ) -> Result<Response, ApiError> {
     let router = app.policies().router()?;
-    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.config().server)
         .await?;
     let upload: Upload = serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid policy upload: {e}.")))?;
@@ -130,7 +130,7 @@ pub async fn guardrail_swap(
     body: Body,
 ) -> Result<Response, ApiError> {
     let guardrail = app.policies().guardrail()?;
-    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.config().server)
         .await?;
     let upload: GuardrailUpload = serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid guardrail upload: {e}.")))?;

@@ -51,7 +51,7 @@ pub async fn put(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.config().server)
         .await?;
     let upload: Upload = serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid webhook shaper upload: {e}.")))?;
@@ -61,7 +61,7 @@ pub async fn put(
             "A shaper's `name` is 1 to 63 characters of a-z, 0-9, `_` and `-`, starting with a letter or digit.",
         ));
     }
-    let shapers = &app.0.shapers;
+    let shapers = app.shapers();
     if !shapers.contains(&upload.name) && shapers.list().len() >= MAX_SHAPERS {
         return Err(ApiError::invalid(
             "name",
@@ -102,7 +102,7 @@ pub async fn put(
             .with_param("component_base64")
             .with_code("invalid_policy"),
         })?;
-    app.0.metrics.by.policy_swapped("shaper");
+    app.metrics().by.policy_swapped("shaper");
     tracing::info!(
         shaper = loaded.name,
         sha256 = loaded.sha256,
@@ -113,7 +113,7 @@ pub async fn put(
 
 /// `GET /v1/admin/webhook-shapers`: every shaper, by name.
 pub async fn list(_: AdminOnly, State(app): State<AppState>) -> Json<serde_json::Value> {
-    let data: Vec<_> = app.0.shapers.list().iter().map(info).collect();
+    let data: Vec<_> = app.shapers().list().iter().map(info).collect();
     Json(json!({ "object": "list", "data": data }))
 }
 
@@ -123,8 +123,7 @@ pub async fn get(
     State(app): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    app.0
-        .shapers
+    app.shapers()
         .get(&name)
         .map(|p| Json(info(&p.info())))
         .ok_or_else(|| {
@@ -189,7 +188,7 @@ pub async fn try_shape(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.0.config.server)
+    let map = read_json_object_within(&headers, body, MAX_UPLOAD_BODY_BYTES, &app.config().server)
         .await?;
     let t: Try = serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| ApiError::bad_request(format!("Invalid shaper test: {e}.")))?;
@@ -203,8 +202,7 @@ pub async fn try_shape(
         user_id: t.event.metadata.user_id,
     };
     let shaped = app
-        .0
-        .shapers
+        .shapers()
         .shape(&name, &event, &t.target)
         .await
         .map_err(|e| match e {

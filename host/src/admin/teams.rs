@@ -89,7 +89,7 @@ pub async fn create(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let c: Create = body::read_json(&headers, req, &app.0.config.server, "team").await?;
+    let c: Create = body::read_json(&headers, req, &app.config().server, "team").await?;
     let new = NewTeam {
         id: None,
         name: c.name,
@@ -127,7 +127,7 @@ pub async fn update(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let map = body::read_json_object(&headers, req, &app.0.config.server).await?;
+    let map = body::read_json_object(&headers, req, &app.config().server).await?;
     let team = app.teams().update(id, patch(map)?).await?;
     Ok(Json(render(&app, &team).await?).into_response())
 }
@@ -203,8 +203,7 @@ fn bad_type(field: &str, what: &str) -> ApiError {
 /// A team as the API shows it, with its budget counters.
 async fn render(app: &AppState, t: &Team) -> Result<Value, ApiError> {
     let b = app
-        .0
-        .budgets
+        .budgets()
         .state(&BudgetScope::Team(t.id.clone()))
         .await?;
     Ok(json!({
@@ -231,7 +230,7 @@ pub(super) fn budget_json(app: &AppState, b: Option<crate::store::BudgetState>) 
         reserved: 0,
     });
     json!({
-        "currency": app.0.budgets.currency(),
+        "currency": app.budgets().currency(),
         "limit": b.limit.map(units),
         "spent": units(b.spent),
         "reserved": units(b.reserved),

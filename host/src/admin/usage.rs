@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::access::Principal;
 use crate::budget::units;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::server::error::ApiError;
 use crate::server::params;
 use crate::state::AppState;
@@ -74,8 +74,8 @@ pub async fn usage(
             .map(|t| params::instant("to", t))
             .transpose()?,
     };
-    app.0.budgets.charger().flush().await;
-    let rows = app.0.store.usage(filter).await?;
+    app.budgets().charger().flush().await;
+    let rows = app.usage(filter).await?;
     let (mut requests, mut tin, mut tout, mut spend) = (0u64, 0u64, 0u64, 0i64);
     let data: Vec<_> = rows
         .iter()
@@ -102,7 +102,7 @@ pub async fn usage(
         .collect();
     Ok(Json(json!({
         "object": "list",
-        "currency": app.0.budgets.currency(),
+        "currency": app.budgets().currency(),
         "data": data,
         "total": {"requests": requests, "tokens_in": tin, "tokens_out": tout, "spend": units(spend)},
     }))

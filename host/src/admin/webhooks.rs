@@ -57,7 +57,7 @@ pub async fn create(
     headers: HeaderMap,
     req: Body,
 ) -> Result<Response, ApiError> {
-    let c: Create = body::read_json(&headers, req, &app.0.config.server, "webhook").await?;
+    let c: Create = body::read_json(&headers, req, &app.config().server, "webhook").await?;
     let w = app
         .subscriptions()
         .create(Subscribe {
@@ -75,7 +75,7 @@ pub async fn create(
 
 /// `GET /v1/admin/webhooks`.
 pub async fn list(State(app): State<AppState>) -> Response {
-    let data: Vec<Value> = app.0.webhooks.list().iter().map(render).collect();
+    let data: Vec<Value> = app.webhooks().list().iter().map(render).collect();
     Json(json!({"object": "list", "data": data})).into_response()
 }
 
@@ -84,7 +84,7 @@ pub async fn get(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(render(&app.0.webhooks.get(&id)?)).into_response())
+    Ok(Json(render(&app.webhooks().get(&id)?)).into_response())
 }
 
 /// `DELETE /v1/admin/webhooks/{id}`: the subscription and its pending deliveries.
@@ -102,7 +102,7 @@ pub async fn test(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let event_id = app.0.webhooks.test(&id).await?;
+    let event_id = app.webhooks().test(&id).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"object": "webhook.test", "webhook_id": id, "event_id": event_id})),
@@ -131,7 +131,7 @@ pub async fn rotate(
     req: Body,
 ) -> Result<Response, ApiError> {
     let r: Rotate =
-        body::read_json_or_default(&headers, req, &app.0.config.server, "rotation").await?;
+        body::read_json_or_default(&headers, req, &app.config().server, "rotation").await?;
     let grace = r.grace_seconds.unwrap_or(DEFAULT_GRACE_SECS);
     if grace > MAX_GRACE_SECS {
         return Err(ApiError::invalid(
@@ -189,8 +189,7 @@ pub async fn deliveries(
         ));
     }
     let page = app
-        .0
-        .webhooks
+        .webhooks()
         .deliveries(
             &id,
             DeliveryFilter {
@@ -224,14 +223,14 @@ pub async fn redrive(
     req: Body,
 ) -> Result<Response, ApiError> {
     let r: Redrive =
-        body::read_json_or_default(&headers, req, &app.0.config.server, "redrive").await?;
+        body::read_json_or_default(&headers, req, &app.config().server, "redrive").await?;
     if r.seqs.as_ref().is_some_and(|s| s.len() > MAX_REDRIVE_SEQS) {
         return Err(ApiError::invalid(
             "seqs",
             format!("`seqs` lists at most {MAX_REDRIVE_SEQS} deliveries."),
         ));
     }
-    let n = app.0.webhooks.redrive(&id, r.seqs).await?;
+    let n = app.webhooks().redrive(&id, r.seqs).await?;
     Ok(Json(json!({"object": "webhook.redrive", "webhook_id": id, "redriven": n})).into_response())
 }
 

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::validate::EmbeddingsRequest;
-use crate::config::ModelKind;
+use crate::domain::ModelKind;
 use crate::pipeline::answer::{Kind, answer};
 use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, encode_body};
@@ -33,7 +33,7 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     // place, token arrays decoded and checked; flagged → local models only). The built-in model
     // runs on this machine.
     let flagged = guard::text_field(&call, &mut request.body, "input").await?;
-    if request.model == BUILTIN_MODEL && call.app.0.config.model(BUILTIN_MODEL).is_none() {
+    if request.model == BUILTIN_MODEL && call.app.config().model(BUILTIN_MODEL).is_none() {
         return builtin(&call, &request).await;
     }
 
@@ -134,7 +134,7 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
     }))
     .into_response();
     // Served on this machine: the gateway's own region.
-    if let Ok(region) = http::HeaderValue::from_str(&call.app.0.config.region) {
+    if let Ok(region) = http::HeaderValue::from_str(&call.app.config().region) {
         response
             .headers_mut()
             .insert(crate::pipeline::X_DATA_RESIDENCY, region);

@@ -55,7 +55,6 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     call.audit
         .content(&hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)));
     let record = library
-        .store()
         .create_file(NewFile {
             id: format!("file-{}", uuid::Uuid::now_v7().simple()),
             team_id: TeamId(call.principal.team_id.clone()),
@@ -88,7 +87,6 @@ pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, Api
     }
     let library = library(&call)?;
     let mut files = library
-        .store()
         .files(TeamId(call.principal.team_id.clone()))
         .await?;
     files.retain(|f| purpose.as_ref().is_none_or(|p| *p == f.purpose));
@@ -106,7 +104,6 @@ pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, Api
 pub async fn get(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
     let library = library(&call)?;
     match library
-        .store()
         .file(TeamId(call.principal.team_id.clone()), id.clone())
         .await?
     {
@@ -123,7 +120,6 @@ pub async fn delete(call: Call, Path(id): Path<String>) -> Result<Response, ApiE
         library.delete(&team, &document).await?;
     }
     if !library
-        .store()
         .delete_file(TeamId(call.principal.team_id.clone()), id.clone())
         .await?
     {

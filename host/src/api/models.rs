@@ -6,15 +6,14 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde_json::{Value, json};
 
-use crate::config::{AUTO_ROUTER, ModelConfig};
+use crate::domain::{AUTO_ROUTER, ModelConfig};
 use crate::rag::BUILTIN_MODEL;
 use crate::server::error::ApiError;
 use crate::state::AppState;
 
 pub async fn list_models(State(app): State<AppState>) -> Json<Value> {
     let mut data: Vec<Value> = app
-        .0
-        .config
+        .config()
         .models
         .iter()
         .map(|m| model_entry(&app, m))
@@ -36,8 +35,7 @@ pub async fn get_model(
     {
         return Ok(Json(entry));
     }
-    app.0
-        .config
+    app.config()
         .model(&id)
         .map(|m| Json(model_entry(&app, m)))
         .ok_or_else(|| ApiError::model_not_found(&id))
@@ -47,8 +45,8 @@ fn model_entry(app: &AppState, m: &ModelConfig) -> Value {
     json!({
         "id": m.id.0,
         "object": "model",
-        "created": app.0.started_unix,
-        "owned_by": app.0.config.sovereign_id,
+        "created": app.started_unix(),
+        "owned_by": app.config().sovereign_id,
         "family": m.family,
         "kind": m.kind.as_str(),
         "languages": m.languages,
@@ -65,8 +63,8 @@ fn auto_router_entry(app: &AppState) -> Value {
     json!({
         "id": AUTO_ROUTER,
         "object": "model",
-        "created": app.0.started_unix,
-        "owned_by": app.0.config.sovereign_id,
+        "created": app.started_unix(),
+        "owned_by": app.config().sovereign_id,
         "family": "router",
         "kind": "chat",
         "languages": [],
@@ -78,20 +76,20 @@ fn auto_router_entry(app: &AppState) -> Value {
 /// The document library's embedding model, served in process, when it is loaded and no
 /// configured model takes its id.
 fn builtin_entry(app: &AppState) -> Option<Value> {
-    let library = app.0.library.as_ref()?;
-    if !library.builtin_ready() || app.0.config.model(BUILTIN_MODEL).is_some() {
+    let library = app.library()?;
+    if !library.builtin_ready() || app.config().model(BUILTIN_MODEL).is_some() {
         return None;
     }
     Some(json!({
         "id": BUILTIN_MODEL,
         "object": "model",
-        "created": app.0.started_unix,
-        "owned_by": app.0.config.sovereign_id,
+        "created": app.started_unix(),
+        "owned_by": app.config().sovereign_id,
         "family": "e5",
         "kind": "embedding",
         // multilingual-e5 covers ~100 languages; these are the ones its evaluation here covers.
         "languages": ["ar", "en"],
-        "region": app.0.config.region,
+        "region": app.config().region,
         "local": true,
         "dimensions": library.dims(),
         "context_window": 512,

@@ -54,7 +54,7 @@ pub async fn read_multipart(call: &Call, body: Body) -> Result<Form, ApiError> {
         &call.headers,
         body,
         usize::try_from(limit).unwrap_or(usize::MAX),
-        &call.app.0.config.server,
+        &call.app.config().server,
     )
     .await?;
     let stream = futures_util::stream::once(async move { Ok::<Bytes, std::io::Error>(bytes) });

@@ -96,7 +96,7 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
             json!("No citation met the query's confidence: no answer was generated.");
         return Ok(Json(result).into_response());
     }
-    let default_model = call.app.0.config.default_model.0.clone();
+    let default_model = call.app.config().default_model.0.clone();
     let chat = chat_request(&request, &default_model, &query.text, &retrieved.citations);
     // Checked and run like any chat request, for the actor it names.
     let mut chat = ChatRequest::parse(chat)?;

@@ -110,7 +110,6 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
     // Every file must exist before the store does.
     for file_id in &file_ids {
         if library
-            .store()
             .file(TeamId(call.principal.team_id.clone()), file_id.clone())
             .await?
             .is_none()
@@ -121,7 +120,6 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
         }
     }
     let record = library
-        .store()
         .create_vector_store(VectorStoreRecord {
             id: format!("vs_{}", uuid::Uuid::now_v7().simple()),
             team_id: TeamId(call.principal.team_id.clone()),
@@ -138,7 +136,6 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
             let team = call.principal.team_id.clone();
             library.forget_collection(&team, &record.id);
             library
-                .store()
                 .delete_vector_store(TeamId(team), record.id.clone())
                 .await?;
             return Err(refused);
@@ -162,7 +159,6 @@ pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, Api
     let list = ListQuery::parse(query.as_deref(), LIST)?;
     let library = library(&call)?;
     let stores = library
-        .store()
         .vector_stores(TeamId(call.principal.team_id.clone()))
         .await?;
     let (stores, has_more) = list.page(stores, |s| &s.id);
@@ -188,7 +184,6 @@ pub async fn delete(call: Call, Path(id): Path<String>) -> Result<Response, ApiE
     vector_store(&call, &library, &id).await?;
     library.forget_collection(&team, &id);
     library
-        .store()
         .delete_vector_store(TeamId(team), id.clone())
         .await?;
     Ok(Json(json!({"id": id, "object": "vector_store.deleted", "deleted": true})).into_response())
@@ -439,7 +434,6 @@ async fn attach_file(
 ) -> Result<DocumentRecord, ApiError> {
     let team = call.principal.team_id.clone();
     let Some((file, data)) = library
-        .store()
         .file(TeamId(team.clone()), file_id.to_string())
         .await?
     else {
@@ -464,7 +458,6 @@ async fn vector_store(
     id: &str,
 ) -> Result<VectorStoreRecord, ApiError> {
     library
-        .store()
         .vector_store(TeamId(call.principal.team_id.clone()), id.to_string())
         .await?
         .ok_or_else(|| {

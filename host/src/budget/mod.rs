@@ -25,7 +25,8 @@ use serde_json::json;
 pub use charger::Charger;
 
 use crate::access::TokenQuota;
-use crate::config::{BudgetsConfig, ModelConfig, OnFailure};
+use crate::config::{BudgetsConfig, OnFailure};
+use crate::domain::ModelConfig;
 use crate::events::{Event, Events, Metadata};
 use crate::metrics::Metrics;
 use crate::shared::{RedisShared, Shared};
@@ -545,7 +546,7 @@ mod tests {
             .await
             .unwrap();
         let key = store
-            .create_key(NewKey::new(team.id.clone(), crate::config::Role::Member))
+            .create_key(NewKey::new(team.id.clone(), crate::domain::Role::Member))
             .await
             .unwrap();
         let config = Config::parse(CONFIG).unwrap();

@@ -88,7 +88,7 @@ async fn test(command: PolicyCommand) -> anyhow::Result<bool> {
     }
     let candidates: Vec<Candidate> = models
         .iter()
-        .filter(|m| m.kind == sovereign::config::ModelKind::Chat)
+        .filter(|m| m.kind == sovereign::domain::ModelKind::Chat)
         .map(|m| Candidate {
             model: m.clone(),
             healthy: true,

@@ -70,7 +70,7 @@ pub async fn demo(listen: SocketAddr, data_dir: PathBuf, tls: bool) -> anyhow::R
     }
     drop(out);
     // Documents and retrieval need the model files: say loudly when they are missing.
-    match gateway.state().0.library.as_ref().map(|l| l.readiness()) {
+    match gateway.state().library().map(|l| l.readiness()) {
         Some(Ok(())) => eprintln!(
             "documents: ready (/v1/documents/upload, /v1/rag/query; embedding model {} in process)",
             sovereign::rag::BUILTIN_MODEL

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ModelKind;
+use crate::domain::ModelKind;
 
 /// Most fallbacks one model may list.
 pub const MAX_FALLBACKS: usize = 8;
@@ -116,7 +116,8 @@ pub(super) fn check_fallbacks(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Config, ModelId};
+    use crate::config::Config;
+    use crate::domain::ModelId;
     use std::time::Duration;
 
     const MODELS: &str = "sovereign_id = \"t\"\nregion = \"r\"\ndefault_model = \"a\"\n\

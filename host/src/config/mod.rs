@@ -1,12 +1,19 @@
 //! Gateway configuration: the TOML file as written (`Raw*`, serde with `deny_unknown_fields`) and
 //! the validated, typed [`Config`] the rest of the gateway uses. Validation reports every problem at
-//! once, each with its path (`models[2].base_url: ...`).
+//! once, each with its path (`models[2].base_url: ...`). The domain's own types a section names
+//! (`Role`, `Plan`, `ModelConfig`, `ModelId`, …) are `crate::domain`'s, not this module's.
 //!
 //! One file per section, each with its `Raw*` struct and its own `validate`; this module holds the
 //! top level (`sovereign_id`, `region`, `default_model`, `data_dir`), loading and parsing, the
 //! error collector, and re-exports so `crate::config::Xxx` names every section's types. A new
-//! section (`tls`, `store`) is a file here, a field in [`RawConfig`] and [`Config`], and one line
-//! in [`validate`].
+//! section (`tls`, `store`) is a file, a field in [`RawConfig`] and [`Config`], and one line in
+//! [`validate`].
+//!
+//! Where a section's file lives: the sections about who calls and what they may spend (teams and
+//! keys, access and plans, budgets) in `tenants/`; the sections about what the gateway keeps and
+//! for how long (store and shared, journal, responses, documents) in `storage/`; every other
+//! section (the models and their upstreams, routing, guardrail, server, TLS, traces, webhooks)
+//! and the shared name checks at the top.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -14,22 +21,22 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-mod access;
-mod budgets;
-mod documents;
+use crate::domain::{ModelConfig, ModelId, ModelKind};
+
 mod guardrail;
 mod health;
-mod journal;
 mod models;
 mod names;
-mod responses;
 mod routing;
 mod server;
-mod store;
-mod teams;
+mod storage;
+mod tenants;
 mod tls;
 mod traces;
 mod webhooks;
+
+use storage::{documents, journal, responses, store};
+use tenants::{access, budgets, teams};
 
 pub use access::{AccessConfig, PlanLimits, Plans, RateLimit, parse_cidr};
 pub use budgets::BudgetsConfig;
@@ -37,7 +44,6 @@ pub use documents::DocumentsConfig;
 pub use guardrail::{GuardrailConfig, defaults as guardrail_defaults};
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
-pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
 pub use names::{check_model_id, check_region};
 pub use responses::ResponsesConfig;
 pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
@@ -46,7 +52,7 @@ pub use store::{
     ENV_REDIS_URL, ENV_SHARED_NAMESPACE, ENV_STORE_URL, OnFailure, PostgresConfig, RedisConfig,
     SharedConfig, StoreConfig,
 };
-pub use teams::{KeyConfig, Plan, Role, TeamConfig};
+pub use teams::{KeyConfig, TeamConfig};
 pub use tls::{CertIdentityConfig, TlsConfig};
 pub use traces::TracesConfig;
 pub use webhooks::WebhooksConfig;

@@ -2,7 +2,6 @@
 //! base URL, prices, timeouts, fallbacks), each checked with its index in the path.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,35 +9,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::health;
-
-/// Model id a client may send to let the gateway choose the model.
-pub const AUTO_ROUTER: &str = "auto-router";
-
-/// A model id as clients name it (newtype so ids are not mixed with other strings).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ModelId(pub String);
-
-impl fmt::Display for ModelId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelKind {
-    Chat,
-    Embedding,
-}
-
-impl ModelKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModelKind::Chat => "chat",
-            ModelKind::Embedding => "embedding",
-        }
-    }
-}
+use crate::domain::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,43 +63,6 @@ fn default_total_timeout_ms() -> u64 {
 }
 fn default_stream_idle_timeout_ms() -> u64 {
     60_000
-}
-
-#[derive(Debug, Clone)]
-pub struct ModelConfig {
-    pub id: ModelId,
-    /// The name the upstream server knows the model by.
-    pub upstream_model: String,
-    pub family: String,
-    pub kind: ModelKind,
-    pub languages: Vec<String>,
-    pub region: String,
-    pub local: bool,
-    /// Base URL of an OpenAI-compatible server, ending in `/` (e.g. `http://host:8000/v1/`).
-    pub base_url: Url,
-    /// Name of the environment variable holding the upstream's API key.
-    pub api_key_env: Option<String>,
-    pub input_cost_per_mtok: f64,
-    pub output_cost_per_mtok: f64,
-    pub context_window: u32,
-    pub timeouts: UpstreamTimeouts,
-    /// Models to try, in order, when this one fails before answering (each exists, is of the
-    /// same kind and is not this model).
-    pub fallbacks: Vec<ModelId>,
-    /// The private CA bundle (and client certificate) for an `https` base URL; `None`: the
-    /// system's trust store.
-    pub tls: Option<crate::tls::ClientSpec>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct UpstreamTimeouts {
-    pub connect: Duration,
-    /// Until the upstream's response headers arrive.
-    pub first_byte: Duration,
-    /// Whole exchange, non-streaming and streaming alike.
-    pub total: Duration,
-    /// Longest silence between two streamed chunks.
-    pub stream_idle: Duration,
 }
 
 /// Every model's `fallbacks`, checked against the other models (`health::check_fallbacks`).

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::Role;
+use crate::domain::Role;
 use crate::tls::{CertMatch, ClientAuth, ClientSpec, ServerSpec};
 
 #[derive(Debug, Deserialize)]

@@ -243,7 +243,7 @@ fn write_model(t: &mut String, m: &SimModel, fleet_url: &str) {
 
 /// The demo fleet as configured models (base URLs point nowhere): the candidates
 /// `sovereign policy test` offers a router when no gateway config is given.
-pub fn fleet_models() -> anyhow::Result<Vec<std::sync::Arc<crate::config::ModelConfig>>> {
+pub fn fleet_models() -> anyhow::Result<Vec<std::sync::Arc<crate::domain::ModelConfig>>> {
     let mut t = String::from(
         "sovereign_id = \"policy-test\"\nregion = \"sa-riyadh-1\"\ndefault_model = \"jais-30b-chat\"\n\n\
          [server]\nlisten = \"127.0.0.1:0\"\n\n",

@@ -11,7 +11,8 @@ mod tokens;
 
 use serde_json::{Map, Value};
 
-use crate::config::{Config, ModelKind};
+use crate::config::Config;
+use crate::domain::ModelKind;
 use crate::policy::RouteFacts;
 
 pub use hints::{CLASSIFICATION_HEADER, GATEWAY_FIELDS, Profile};
@@ -154,7 +155,7 @@ impl FactsEngine {
             .unwrap_or_default();
         // Only the router reads the language: a request naming its model skips the detector,
         // which is most of this step's cost (~60 µs of ~70).
-        let routed = requested_model == crate::config::AUTO_ROUTER;
+        let routed = requested_model == crate::domain::AUTO_ROUTER;
         let language = match user_text(messages) {
             Some(text) if self.detect_language && routed => self.detector.detect(&text),
             _ => UNDETERMINED,

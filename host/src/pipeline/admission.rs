@@ -17,7 +17,7 @@ use super::{ClientIp, RequestCtx};
 use crate::access::CachedKey;
 use crate::access::Principal;
 use crate::access::limits::X_RATELIMIT_LIMIT;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::metrics::Metrics;
 use crate::server::body;
 use crate::server::error::ApiError;
@@ -27,7 +27,7 @@ use crate::tls::PeerCert;
 /// Per-address rate limit, then the key (401). Unauthenticated requests stop here, so they are
 /// neither journaled nor counted against any key.
 pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    let access = &app.0.access;
+    let access = app.access();
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -36,13 +36,13 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
     let address = access.check_address(ip).await;
     let mut res = match &address {
         Err(refusal) => {
-            body::discard(req.into_body(), &app.0.config.server).await;
+            body::discard(req.into_body(), &app.config().server).await;
             refused(refusal.clone(), access)
         }
         Ok(Some(s)) if !s.allowed() => {
-            Metrics::inc(&app.0.metrics.rate_limited_total);
-            app.0.metrics.by.limit_refused("", "address_rpm");
-            body::discard(req.into_body(), &app.0.config.server).await;
+            Metrics::inc(&app.metrics().rate_limited_total);
+            app.metrics().by.limit_refused("", "address_rpm");
+            body::discard(req.into_body(), &app.config().server).await;
             ApiError::rate_limited(format!(
                 "Too many requests from {ip}: {} per minute. Retry after {} s.",
                 s.limit,
@@ -71,8 +71,8 @@ pub async fn authenticate(State(app): State<AppState>, mut req: Request, next: N
                 next.run(req).await
             }
             Err(e) => {
-                Metrics::inc(&app.0.metrics.unauthenticated_total);
-                body::discard(req.into_body(), &app.0.config.server).await;
+                Metrics::inc(&app.metrics().unauthenticated_total);
+                body::discard(req.into_body(), &app.config().server).await;
                 ApiError::from(e).into_response()
             }
         },
@@ -112,9 +112,9 @@ pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Res
     ) else {
         return ApiError::from(crate::auth::AuthError::Missing).into_response();
     };
-    let access = &app.0.access;
+    let access = app.access();
     if let Some(refusal) = store_outage(&app) {
-        body::discard(req.into_body(), &app.0.config.server).await;
+        body::discard(req.into_body(), &app.config().server).await;
         return refusal;
     }
     let (rate, verdict) = access.admit(&key, ip).await;
@@ -122,15 +122,14 @@ pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Res
         Ok(()) => next.run(req).await,
         Err(refusal) => {
             if !matches!(refusal, crate::access::Refusal::Unavailable(_)) {
-                Metrics::inc(&app.0.metrics.rate_limited_total);
+                Metrics::inc(&app.metrics().rate_limited_total);
             }
             if let Some(limit) = refusal.limit() {
-                app.0
-                    .metrics
+                app.metrics()
                     .by
                     .limit_refused(&key.principal.team_id, limit);
             }
-            body::discard(req.into_body(), &app.0.config.server).await;
+            body::discard(req.into_body(), &app.config().server).await;
             refused(refusal, access)
         }
     };
@@ -144,8 +143,8 @@ pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Res
 /// then requests go on with their usage queued; past it, nothing more is served that could not
 /// be recorded.
 fn store_outage(app: &AppState) -> Option<Response> {
-    let grace = app.0.config.store.outage_grace()?;
-    let down = app.0.budgets.charger().outage()?;
+    let grace = app.config().store.outage_grace()?;
+    let down = app.budgets().charger().outage()?;
     if down <= grace {
         return None;
     }
@@ -201,7 +200,7 @@ pub async fn require(
         )),
         None => ApiError::from(crate::auth::AuthError::Missing),
     };
-    body::discard(req.into_body(), &app.0.config.server).await;
+    body::discard(req.into_body(), &app.config().server).await;
     refusal.into_response()
 }
 

@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::access::Principal;
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
 use crate::metrics::Metrics;
 use crate::pipeline::RequestCtx;
@@ -338,11 +338,11 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         }
     };
     let (Some(journal), Some(ctx), Some(principal)) = (
-        app.0.journal.clone(),
+        app.journal().cloned(),
         req.extensions().get::<RequestCtx>().cloned(),
         req.extensions().get::<Arc<Principal>>().cloned(),
     ) else {
-        if app.0.journal.is_some() {
+        if app.journal().is_some() {
             // Only a mis-ordered layer stack gets here (the journal layer must sit inside
             // `request_context` and `authenticate`): say so loudly rather than skip silently.
             tracing::error!("journal layer without a request context or principal; not journaled");
@@ -359,7 +359,7 @@ pub async fn journal(State(app): State<AppState>, mut req: Request, next: Next) 
         .map(truncate);
     let pending = Pending(Some(Unwritten {
         journal,
-        metrics: app.0.metrics.clone(),
+        metrics: app.metrics().clone(),
         audit: audit.clone(),
         request_id: ctx.id,
         started: ctx.started,

@@ -63,7 +63,7 @@ impl FromRequestParts<AppState> for Call {
 impl Call {
     /// The body as a JSON object: content type, size and read-time limits (400/413/415).
     pub async fn read_body(&self, body: Body) -> Result<Map<String, Value>, ApiError> {
-        body::read_json_object(&self.headers, body, &self.app.0.config.server).await
+        body::read_json_object(&self.headers, body, &self.app.config().server).await
     }
 
     /// Who the request is for (the actor) and the hash of what it asks (`prompt`, never the text
@@ -86,7 +86,7 @@ impl Call {
 
     /// Counts `text` with the gateway's tokenizer (when an upstream reports no usage).
     pub fn count_tokens(&self, text: &str) -> u64 {
-        u64::from(self.app.0.facts.tokens().count(text))
+        u64::from(self.app.facts().tokens().count(text))
     }
 }
 

@@ -43,7 +43,7 @@ pub async fn request_context(
 ) -> Response {
     let id: Arc<str> = format!("req-{}", uuid::Uuid::now_v7().simple()).into();
     let operation = audit::operation(req.method(), req.uri().path());
-    let span = app.0.traces.as_ref().map(|t| {
+    let span = app.traces().map(|t| {
         let span = t.request(req.headers(), &id, operation.unwrap_or("request"));
         span.set("http.request.method", req.method().as_str().to_string());
         span
@@ -56,7 +56,7 @@ pub async fn request_context(
     };
     let trace = HeaderValue::from_str(&ctx.id).ok();
     req.extensions_mut().insert(ctx);
-    let m = &app.0.metrics;
+    let m = app.metrics();
     Metrics::inc(&m.requests_total);
     Metrics::inc(&m.requests_inflight);
     let mut res = next.run(req).await;
@@ -69,7 +69,7 @@ pub async fn request_context(
         }
     }
     let h = res.headers_mut();
-    h.insert(X_SOVEREIGN_ID, app.0.sovereign_id.clone());
+    h.insert(X_SOVEREIGN_ID, app.sovereign_id().clone());
     if let Some(trace) = trace {
         h.insert(X_AUDIT_TRACE_ID, trace);
     }

@@ -11,7 +11,7 @@ use super::fallback::{self, NotServed, Served, encode_body};
 use super::guard::{self, Shape};
 use super::route::{self, Routed};
 use super::spend;
-use crate::config::ModelKind;
+use crate::domain::ModelKind;
 use crate::facts;
 use crate::server::error::ApiError;
 use crate::upstream::Endpoint;
@@ -39,8 +39,8 @@ pub async fn converse(
         .get(facts::CLASSIFICATION_HEADER)
         .map(|v| v.as_bytes());
     let facts = match shape {
-        Shape::Chat => call.app.0.facts.extract(body, classification)?,
-        Shape::Completion => call.app.0.facts.extract(&as_chat(body), classification)?,
+        Shape::Chat => call.app.facts().extract(body, classification)?,
+        Shape::Completion => call.app.facts().extract(&as_chat(body), classification)?,
     };
     facts::strip_gateway_fields(body);
     let (route_facts, sensitive) = route::facts_for(call, &facts, flagged);
@@ -50,7 +50,7 @@ pub async fn converse(
     let routed = route::route(call, ModelKind::Chat, &route_facts, sensitive).await?;
 
     // Budget: the worst case is held until the answer settles it.
-    let max_out = spend::max_completion_tokens(body, call.app.0.budgets.default_max_tokens());
+    let max_out = spend::max_completion_tokens(body, call.app.budgets().default_max_tokens());
     let reservation = spend::reserve(
         call,
         &routed.route.model,

@@ -6,7 +6,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::call::Call;
-use crate::config::ModelId;
+use crate::domain::ModelId;
 use crate::events::{Event, Events};
 
 /// The events a request emitted (`routing.rule`, `model.fallback`, `guardrail.violation`, …) are
@@ -30,11 +30,11 @@ pub async fn events_persisted(State(events): State<Events>, req: Request, next: 
 /// `[webhooks] request_completed_after_ms` (0: every request).
 pub fn completed(call: &Call, model: &ModelId, status: u16, tokens: Option<(u64, u64)>) {
     let latency = call.ctx.started.elapsed();
-    let app = &call.app.0;
-    if latency < app.config.webhooks.request_completed_after {
+    let app = &call.app;
+    if latency < app.config().webhooks.request_completed_after {
         return;
     }
-    app.events.emit(|| {
+    app.events().emit(|| {
         let tokens = tokens.map(|(prompt, completion)| {
             serde_json::json!({
                 "prompt": prompt,

@@ -21,7 +21,8 @@ use super::call::Call;
 use super::route::Routed;
 use super::spend;
 use crate::budget::Reservation;
-use crate::config::{Config, MAX_FALLBACKS, ModelConfig};
+use crate::config::{Config, MAX_FALLBACKS};
+use crate::domain::ModelConfig;
 use crate::events::Event;
 use crate::metrics::Metrics;
 use crate::residency::{Boundary, Breach};
@@ -159,8 +160,12 @@ pub async fn serve(
     reservation: Reservation,
     body_for: impl FnMut(&ModelConfig) -> Result<Bytes, ApiError>,
 ) -> Result<Served, NotServed> {
-    let app = &call.app.0;
-    let candidates = candidates(&routed.route, &app.config, &call.boundary(routed.sensitive));
+    let app = &call.app;
+    let candidates = candidates(
+        &routed.route,
+        app.config(),
+        &call.boundary(routed.sensitive),
+    );
     let hop = Hop {
         call,
         endpoint,
@@ -191,17 +196,17 @@ impl Hop<'_> {
         reservation: Reservation,
         mut body_for: impl FnMut(&ModelConfig) -> Result<Bytes, ApiError>,
     ) -> Result<Served, NotServed> {
-        let app = &self.call.app.0;
+        let app = &self.call.app;
         let request_id = &self.call.ctx.id;
         let prompt_tokens = reservation.prompt_tokens();
         let mut tally = Tally::new(reservation.model().clone());
         let mut reservation = Some(reservation);
         let mut tried = 0;
         for model in &candidates.models {
-            if tried == app.config.health.max_attempts {
+            if tried == app.config().health.max_attempts {
                 break;
             }
-            let ticket = match app.health.admit(&model.id.0, Instant::now()) {
+            let ticket = match app.health().admit(&model.id.0, Instant::now()) {
                 Admission::Go(t) => t,
                 Admission::Open { retry_after } => {
                     tracing::debug!(%request_id, model = %model.id, "model out of rotation (breaker open): skipped");
@@ -241,7 +246,7 @@ impl Hop<'_> {
             let traceparent = span.as_ref().and_then(crate::traces::Trace::traceparent);
             let started = Instant::now();
             let posted = app
-                .upstreams
+                .upstreams()
                 .post(model, self.endpoint, body, traceparent)
                 .await;
             self.call.audit.upstream_time(started.elapsed());
@@ -310,10 +315,10 @@ impl Hop<'_> {
         status: Option<u16>,
     ) {
         let call = self.call;
-        Metrics::inc(&call.app.0.metrics.fallbacks_total);
-        call.app.0.metrics.by.fallback(&from.id.0, &to.id.0);
+        Metrics::inc(&call.app.metrics().fallbacks_total);
+        call.app.metrics().by.fallback(&from.id.0, &to.id.0);
         tracing::info!(request_id = %call.ctx.id, primary = %from.id, fallback = %to.id, reason, "falling back");
-        call.app.0.events.emit(|| {
+        call.app.events().emit(|| {
             let mut details = serde_json::json!({
                 "primary": from.id.0,
                 "fallback": to.id.0,
@@ -481,7 +486,7 @@ mod tests {
 
     #[test]
     fn only_connection_timeout_5xx_and_429_move_on() {
-        let model = crate::config::ModelId("m".into());
+        let model = crate::domain::ModelId("m".into());
         let rejected = |status: u16| UpstreamError::Rejected {
             model: model.clone(),
             status: StatusCode::from_u16(status).unwrap(),

@@ -16,7 +16,7 @@ use crate::store::documents::DocumentRecord;
 
 /// The library, or 404 when `[documents] enabled = false`.
 pub fn library(call: &Call) -> Result<Arc<Library>, ApiError> {
-    call.app.0.library.clone().ok_or_else(|| {
+    call.app.library().cloned().ok_or_else(|| {
         ApiError::not_found(
             "Documents and retrieval are disabled on this gateway ([documents] enabled = false).",
         )
@@ -65,5 +65,5 @@ pub async fn record_usage(call: &Call, model: &str, tokens: u64) {
         tokens,
         request_id: call.ctx.id.to_string(),
     };
-    usage::record(call.app.0.store.as_ref(), work).await;
+    usage::record(call.app.store().as_ref(), work).await;
 }

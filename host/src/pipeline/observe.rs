@@ -32,7 +32,7 @@ pub async fn observe(State(app): State<AppState>, mut req: Request, next: Next) 
     let route = operation.unwrap_or("other");
     let response = next.run(req).await;
     let ended = Ended {
-        metrics: app.0.metrics.clone(),
+        metrics: app.metrics().clone(),
         audit,
         started,
         route,

@@ -11,7 +11,7 @@ use http::HeaderValue;
 
 use super::call::Call;
 use super::{X_DATA_RESIDENCY, X_ROUTE_POLICY};
-use crate::config::{ModelConfig, ModelKind};
+use crate::domain::{ModelConfig, ModelKind};
 use crate::events::Event;
 use crate::facts::Facts;
 use crate::policy::RouteFacts;
@@ -56,27 +56,27 @@ pub async fn route(
     facts: &RouteFacts,
     sensitive: bool,
 ) -> Result<Routed, ApiError> {
-    let app = &call.app.0;
+    let app = &call.app;
     let boundary = call.boundary(sensitive);
     let span = call.ctx.trace.as_ref().map(|t| t.child("route"));
     let started = Instant::now();
     let route = app
-        .router
-        .route(&app.config, facts, kind, &boundary, &app.health)
+        .router()
+        .route(app.config(), facts, kind, &boundary, app.health())
         .await?;
     if route.decided_by_policy() {
-        app.metrics.by.policy_call("router", started.elapsed());
+        app.metrics().by.policy_call("router", started.elapsed());
     }
     // It resolved: a configured model, alias or policy name, safe as a metrics label.
     call.audit.requested(&facts.requested_model);
-    let route = residency::guard(route, &boundary, &app.config, kind)?;
+    let route = residency::guard(route, &boundary, app.config(), kind)?;
     call.audit.route(&route);
     if let Some(s) = span {
         s.set("sovereign.policy", route.policy.to_string());
         s.set("sovereign.model", route.model.id.0.clone());
     }
     if route.decided_by_policy() {
-        app.events.emit(|| {
+        app.events().emit(|| {
             Event::now(
                 "routing.rule",
                 &call.ctx.id,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::call::Call;
 use crate::budget::{BudgetError, ChargeTo, Reservation, cost};
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::metrics::Metrics;
 use crate::server::error::ApiError;
 use crate::store::{KeyId, TeamId};
@@ -44,14 +44,13 @@ pub async fn reserve(
         model: model.clone(),
     };
     let amount = cost(model, prompt_tokens, max_out);
-    app.0
-        .budgets
+    app.budgets()
         .reserve(to, prompt_tokens, amount)
         .await
         .map_err(|e| {
             if matches!(e, BudgetError::Insufficient(_)) {
-                Metrics::inc(&app.0.metrics.budget_refused_total);
-                app.0.metrics.by.budget_refused(&call.principal.team_id);
+                Metrics::inc(&app.metrics().budget_refused_total);
+                app.metrics().by.budget_refused(&call.principal.team_id);
             }
             ApiError::from(e)
         })
@@ -64,7 +63,7 @@ pub async fn reserve(
 /// layer waits for it beside the entry's append. Without a journal nothing waits: the charge is
 /// queued.
 pub fn settle_durable(call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
-    if call.app.0.budgets.charger().carries() {
+    if call.app.budgets().charger().carries() {
         call.audit
             .carry(reservation.settle_carried(tokens_in, tokens_out));
     } else {

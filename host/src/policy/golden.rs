@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::{Candidate, PolicyError, RouteFacts, RouterDecision, RouterPolicy};
-use crate::config::AUTO_ROUTER;
+use crate::domain::AUTO_ROUTER;
 
 /// One golden input.
 #[derive(Debug, Clone)]

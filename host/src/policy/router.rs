@@ -11,7 +11,7 @@ use wasmtime::Store;
 use super::bindings::{self, CallState, ModelInfo, RouterPolicyPre};
 use super::pool::{Warm, WarmPool};
 use super::{CallLimits, PolicyError, PolicyHost, PoolMode};
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 
 /// The world every router component must export.
 pub const WORLD: &str = "sovereign:policy/router-policy@0.1.0";
@@ -152,7 +152,7 @@ impl RouterPolicy {
             team_id: "smoke".into(),
             key_id: "smoke".into(),
             actor_id: "smoke".into(),
-            requested_model: crate::config::AUTO_ROUTER.into(),
+            requested_model: crate::domain::AUTO_ROUTER.into(),
             language: "en".into(),
             prompt_tokens: 100,
             ..RouteFacts::default()

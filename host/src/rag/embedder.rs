@@ -11,7 +11,7 @@ use sovereign_retrieval::E5Model;
 use sovereign_retrieval::confidence::{self, Calibration};
 
 use super::{BUILTIN_MODEL, RagError, blocking};
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::upstream::{Endpoint, Upstreams};
 
 /// Inputs per upstream embeddings request.

@@ -14,7 +14,8 @@ use tokio::sync::Semaphore;
 
 use super::embedder::{Embedder, UpstreamEmbedder};
 use super::{BUILTIN_MODEL, Entry, Library, RagError, blocking};
-use crate::config::{DocumentsConfig, ModelConfig};
+use crate::config::DocumentsConfig;
+use crate::domain::ModelConfig;
 use crate::facts::TokenCounter;
 use crate::store::documents::DocumentStore;
 use crate::upstream::Upstreams;

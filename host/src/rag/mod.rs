@@ -1,7 +1,8 @@
 //! The document library and retrieval (issue 15; `docs/DOCUMENTS.md`): [`Library`] turns
 //! uploads into stored, embedded chunks (`ingest`) and answers queries with citations and a
-//! calibrated confidence (`query`), checks collection names and metadata (`checks`) and records
-//! the embedding model's work in usage (`usage`). It knows no HTTP: `pipeline::library` runs the
+//! calibrated confidence (`query`), checks collection names and metadata (`checks`), keeps the
+//! files and vector stores of the OpenAI surface (`files`) and records the embedding model's work
+//! in usage (`usage`). It knows no HTTP: `pipeline::library` runs the
 //! request's phases (guardrail, journal, usage) around it for the endpoints.
 //!
 //! The engines are the workspace's own crates: `sovereign-documents` (detect, extract in a
@@ -11,6 +12,7 @@
 
 mod checks;
 mod embedder;
+mod files;
 mod ingest;
 mod load;
 mod query;
@@ -187,11 +189,6 @@ impl Library {
             self.replicas = Some((shared.clone(), metrics));
         }
         self
-    }
-
-    /// The store behind the library (files and vector stores are kept there too).
-    pub fn store(&self) -> &dyn DocumentStore {
-        self.store.as_ref()
     }
 
     /// Documents and their bytes in the team's collection.

@@ -9,7 +9,8 @@ pub mod registry;
 
 use std::sync::Arc;
 
-use crate::config::{AUTO_ROUTER, Config, ModelConfig, ModelKind};
+use crate::config::Config;
+use crate::domain::{AUTO_ROUTER, ModelConfig, ModelKind};
 use crate::policy::{CallLimits, Candidate, HostConfig, PolicyError, PolicyHost, RouteFacts};
 use crate::residency::Boundary;
 use crate::upstream::health::Health;

@@ -1,7 +1,8 @@
 //! The residency guard (`crate::residency::guard`) on real routes (moved from residency.rs, which
 //! sits below routing).
 
-use crate::config::{Config, ModelKind};
+use crate::config::Config;
+use crate::domain::ModelKind;
 use crate::residency::{Boundary, Breach, guard};
 
 use super::{DEFAULT_POLICY, EXPLICIT_POLICY, Route};

@@ -3,7 +3,7 @@
 //! French/reasoning family and a multilingual embedding model, each with a region, languages and
 //! prices.
 
-use crate::config::ModelKind;
+use crate::domain::ModelKind;
 
 #[derive(Debug, Clone)]
 pub struct SimModel {

@@ -1,12 +1,17 @@
 //! The gateway's shared state: [`AppState`], one cheap handle on every subsystem, built once at
 //! start (`start.rs` holds the start-up steps: data-directory lock, journal, guardrail) and shut
-//! down after the last request. It knows no HTTP route; the pipeline and the endpoints read it.
+//! down after the last request. It knows no HTTP route; the pipeline and the endpoints read it
+//! through its accessors (`accessors.rs`, `stored.rs`), its parts private to this module.
 
+mod accessors;
 mod journal_index;
 mod replicas;
 mod services;
 mod start;
+mod stored;
 mod tlog_replicas;
+
+pub use stored::{JournalIndex, StoredResponses};
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -32,46 +37,48 @@ use start::{
 
 /// One cheap handle on everything the handlers share.
 #[derive(Clone)]
-pub struct AppState(pub Arc<Inner>);
+pub struct AppState(Arc<Inner>);
 
-pub struct Inner {
-    pub config: Config,
-    pub store: Arc<dyn Store>,
+/// The parts, private to `state`: the request path and the domain read them through the
+/// accessors (`accessors.rs`), endpoints write through the services (`services.rs`).
+struct Inner {
+    config: Config,
+    store: Arc<dyn Store>,
     /// What replicas share at once (`[shared]`): request rates, changes to cached trust.
-    pub shared: Shared,
-    pub access: Access,
-    pub budgets: Arc<Budgets>,
-    pub events: Events,
-    pub facts: FactsEngine,
-    pub router: routing::Router,
+    shared: Shared,
+    access: Access,
+    budgets: Arc<Budgets>,
+    events: Events,
+    facts: FactsEngine,
+    router: routing::Router,
     /// The guardrail (`[guardrail]`), checked before routing and on answers.
-    pub guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
+    guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     /// The named webhook shapers (the built-in `default` and uploads), for webhook delivery.
-    pub shapers: Arc<crate::policy::shaper::Shapers>,
-    pub upstreams: Upstreams,
+    shapers: Arc<crate::policy::shaper::Shapers>,
+    upstreams: Upstreams,
     /// The document library and retrieval (`[documents]`); `None` when disabled.
-    pub library: Option<Arc<crate::rag::Library>>,
+    library: Option<Arc<crate::rag::Library>>,
     /// Every model's circuit breaker (passive health, `crate::upstream::health`).
-    pub health: Health,
-    pub metrics: Arc<Metrics>,
+    health: Health,
+    metrics: Arc<Metrics>,
     /// OpenTelemetry traces (`[traces]` or the OTLP variables); `None` when off.
-    pub traces: Option<crate::traces::Traces>,
+    traces: Option<crate::traces::Traces>,
     /// Webhook subscriptions, the outbox and delivery.
-    pub webhooks: crate::webhooks::Webhooks,
+    webhooks: crate::webhooks::Webhooks,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
-    pub journal: Option<Journal>,
+    journal: Option<Journal>,
     /// The retention task, stopped at shutdown.
-    pub retention: Option<tokio::task::JoinHandle<()>>,
+    retention: Option<tokio::task::JoinHandle<()>>,
     /// Replicas: how far this replica's journal was copied into the shared store.
     journal_index: journal_index::Indexer,
     /// Replicas: other replicas' transparency logs mirrored here, and this one's last published
     /// head.
     tlog_mirrors: tlog_replicas::Mirrors,
-    pub sovereign_id: HeaderValue,
+    sovereign_id: HeaderValue,
     /// Unix time the gateway started (the `created` of listed models).
-    pub started_unix: u64,
+    started_unix: u64,
     /// Set when start-up created the first admin key: shown to the operator once.
-    pub bootstrap_admin_secret: std::sync::Mutex<Option<String>>,
+    bootstrap_admin_secret: std::sync::Mutex<Option<String>>,
     /// Held while the gateway runs: one gateway per data directory.
     _data_lock: std::fs::File,
 }

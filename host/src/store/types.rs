@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-pub use crate::config::Plan;
-use crate::config::Role;
+pub use crate::domain::Plan;
+use crate::domain::Role;
 
 use super::clock::UnixMillis;
 

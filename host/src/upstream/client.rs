@@ -20,7 +20,7 @@ use rustls::ClientConfig;
 use rustls_platform_verifier::BuilderVerifierExt;
 use tower::Service;
 
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 
 pub type HttpClient = Client<Connector, Full<Bytes>>;
 

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::{HealthConfig, ModelConfig};
+use crate::config::HealthConfig;
+use crate::domain::ModelConfig;
 use crate::metrics::Metrics;
 
 /// What `Retry-After` says while a half-open model's one probe is under way.

@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
-use crate::config::{ModelConfig, ModelId};
+use crate::domain::{ModelConfig, ModelId};
 
 pub use sse::{CountUsage, RelayOptions, StreamOutcome, StreamSummary, relay_sse};
 

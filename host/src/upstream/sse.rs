@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{UpstreamError, Usage, classify};
-use crate::config::ModelId;
+use crate::domain::ModelId;
 
 /// Longest line the relay buffers while waiting for its end; an upstream sending more is broken.
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;

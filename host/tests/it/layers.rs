@@ -26,7 +26,8 @@
 //! The layers, top to bottom: the binary and its wiring (`main`, `lib`, `demo`, `simulator`); the
 //! route table (`routes`); the HTTP band (`api`, `admin`; `pipeline`; `state`; `server`); the domain services (`services`); the domain modules, in the order their imports give (each
 //! line may use the lines below it, never its own); the lowest layer (`journal`, which knows no
-//! other module; `config`, which builds every section's typed config; `metrics`, `auth`, `store`).
+//! other module; `domain`, the types config, store and the request path name; `config`, which builds
+//! every section's typed config; `metrics`, `auth`, `store`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("store", 14), // auth, config
     ("auth", 13),
     ("metrics", 13),
-    ("config", 12), // journal (the journal's own open settings)
+    ("config", 13), // domain, journal (the journal's own open settings), tls
+    ("domain", 12), // tls: the domain's own types (models, roles, plans), below config and store
     ("journal", 11),
     ("tls", 11),    // knows no other module: PEM files, rustls configs, certificate facts
     ("egress", 11), // knows no other module: the SSRF guard of outbound calls (webhooks, MCP)

@@ -78,8 +78,8 @@ impl Stack {
         let gateway = sovereign::Gateway::new(config)
             .await
             .unwrap_or_else(|e| panic!("{e:#}"));
-        let events = gateway.state().0.events.subscribe();
-        let journal = gateway.state().0.journal.clone();
+        let events = gateway.state().events().subscribe();
+        let journal = gateway.state().journal().cloned();
         let journal_dir = dir.join("journal");
         let (stop_gw, gw_stopped) = oneshot::channel::<()>();
         let gateway_task = tokio::spawn(gateway.serve(listener, async {

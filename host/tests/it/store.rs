@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use sovereign::auth::hash_secret;
-use sovereign::config::Role;
+use sovereign::domain::Role;
 use sovereign::store::postgres::PgStore;
 use sovereign::store::sqlite::SqliteStore;
 use sovereign::store::*;

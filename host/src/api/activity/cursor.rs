@@ -32,7 +32,7 @@ impl Cursor {
                 before: format_utc(now),
             }
         } else {
-            let head = app.0.journal.as_ref().map_or(0, |j| j.durable_seq());
+            let head = app.journal().map_or(0, |j| j.durable_seq());
             let next = if descending { head.max(1) } else { 1 };
             Cursor::Seq { next, head }
         }

@@ -30,7 +30,7 @@ use crate::journal::query::{Filter, Hit, query, query_desc};
 use crate::journal::{JournalError, Record, Status, format_utc, parse_iso8601};
 use crate::server::body;
 use crate::server::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, JournalIndex};
 use crate::store::JournalScan;
 use cursor::Cursor;
 
@@ -78,8 +78,7 @@ fn forbidden(message: &str) -> ApiError {
 /// Where this gateway's chain is, if the journal is on.
 fn journal_dir(app: &AppState) -> Result<(PathBuf, String), ApiError> {
     let settings = app
-        .0
-        .config
+        .config()
         .journal
         .as_ref()
         .ok_or_else(ApiError::journal_disabled)?;
@@ -107,7 +106,7 @@ pub async fn logs(
         }
     };
     let (dir, sovereign_id) = journal_dir(&app)?;
-    let raw = body::read_json_object(&headers, body, &app.0.config.server).await?;
+    let raw = body::read_json_object(&headers, body, &app.config().server).await?;
     let request: LogsRequest = serde_json::from_value(Value::Object(raw))
         .map_err(|e| ApiError::bad_request(format!("Invalid activity-log query: {e}.")))?;
     let replica = request.replica.clone();
@@ -137,7 +136,7 @@ pub async fn logs(
             tracing::warn!(error = %e, "copying the journal before a query failed");
         }
         Source::Shared {
-            store: app.0.store.clone(),
+            index: app.journal_index(),
             replica,
         }
     } else {
@@ -287,7 +286,7 @@ enum Source {
         other: bool,
     },
     Shared {
-        store: Arc<dyn crate::store::Store>,
+        index: JournalIndex,
         replica: Option<String>,
     },
 }
@@ -345,8 +344,8 @@ impl Reader {
                     next: page.next_seq.map(|next| Cursor::Seq { next, head }),
                 })
             }
-            Source::Shared { store, replica } => {
-                self.shared_page(store.as_ref(), replica.clone(), cursor, limit, budget)
+            Source::Shared { index, replica } => {
+                self.shared_page(index, replica.clone(), cursor, limit, budget)
                     .await
             }
         }
@@ -356,7 +355,7 @@ impl Reader {
     /// filter applied to each line; at most `budget` rows looked at.
     async fn shared_page(
         &self,
-        store: &dyn crate::store::Store,
+        index: &JournalIndex,
         replica: Option<String>,
         cursor: Cursor,
         limit: usize,
@@ -374,8 +373,8 @@ impl Reader {
         let mut entries = Vec::new();
         let mut scanned = 0u64;
         loop {
-            let rows = store
-                .journal_rows(JournalScan {
+            let rows = index
+                .rows(JournalScan {
                     after: after.clone(),
                     descending: self.descending,
                     team_id: self.filter.team_id.clone(),

@@ -22,7 +22,7 @@ use http::{StatusCode, header};
 use serde_json::json;
 
 use crate::access::Principal;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::journal::tlog::{Mirror, SignedHead, Tlog, TlogError, team_fingerprint, tree::Hash};
 use crate::server::error::ApiError;
 use crate::state::AppState;
@@ -49,11 +49,7 @@ fn failed(e: TlogError) -> ApiError {
 
 /// The log of this gateway's chain.
 fn tlog(app: &AppState) -> Result<Tlog, ApiError> {
-    let journal = app
-        .0
-        .journal
-        .as_ref()
-        .ok_or_else(ApiError::journal_disabled)?;
+    let journal = app.journal().ok_or_else(ApiError::journal_disabled)?;
     journal.tlog().cloned().map_err(unavailable)
 }
 
@@ -70,11 +66,7 @@ async fn blocking<T: Send + 'static>(
 /// Waits until this chain's tree holds every entry acknowledged before the call (the follower
 /// runs just behind the writer: an entry answered a moment ago may not be in it yet).
 async fn caught_up(app: &AppState, tlog: &Tlog) -> Result<u64, ApiError> {
-    let journal = app
-        .0
-        .journal
-        .as_ref()
-        .ok_or_else(ApiError::journal_disabled)?;
+    let journal = app.journal().ok_or_else(ApiError::journal_disabled)?;
     let durable = journal
         .flush()
         .await
@@ -110,7 +102,7 @@ const HEAD_WAIT: Duration = Duration::from_secs(5);
 fn other_replica(app: &AppState, asked: Option<&str>) -> Result<Option<String>, ApiError> {
     match asked {
         None => Ok(None),
-        Some(r) if r == app.0.config.sovereign_id => Ok(None),
+        Some(r) if r == app.config().sovereign_id => Ok(None),
         Some(r) if app.replicated() => Ok(Some(r.to_string())),
         Some(r) => Err(replica_unknown(r)),
     }
@@ -207,7 +199,7 @@ async fn locate(
     app: &AppState,
     request_id: &str,
 ) -> Result<Option<(Log, crate::journal::tlog::Found)>, ApiError> {
-    let own = match app.0.journal.as_ref().map(|j| j.tlog()) {
+    let own = match app.journal().map(|j| j.tlog()) {
         Some(Ok(t)) => Some(t.clone()),
         _ => None,
     };

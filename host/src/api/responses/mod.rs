@@ -87,7 +87,7 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
         answer_parts(&call, served, request.stream, true, Kind::Chat, settle).await;
     let mut draft = Draft {
         id: format!("resp_{}", uuid::Uuid::now_v7().simple()),
-        created_at: call.app.0.access.now_ms(),
+        created_at: call.app.access().now_ms(),
         model: model.id.0.clone(),
         request,
         turn,
@@ -167,8 +167,7 @@ impl Draft {
             return;
         }
         call.app
-            .0
-            .budgets
+            .budgets()
             .charger()
             .store_response(StoredResponse {
                 id: self.id.clone(),
@@ -221,9 +220,8 @@ async fn resolve_references(
         if !loaded.iter().any(|(r, _)| *r == response_id) {
             let stored = call
                 .app
-                .0
-                .store
-                .response(TeamId(call.principal.team_id.clone()), response_id.clone())
+                .stored_responses()
+                .get(TeamId(call.principal.team_id.clone()), response_id.clone())
                 .await?;
             let mut all = Vec::new();
             if let Some(stored) = stored {
@@ -274,9 +272,8 @@ async fn chain(call: &Call, id: &str) -> Result<Vec<Value>, ApiError> {
         }
         let stored = call
             .app
-            .0
-            .store
-            .response(team.clone(), id.clone())
+            .stored_responses()
+            .get(team.clone(), id.clone())
             .await?
             .ok_or_else(|| previous_not_found(&id))?;
         next = stored.previous_id.clone();
@@ -313,9 +310,8 @@ async fn stored(
     principal: &Principal,
     id: &str,
 ) -> Result<StoredResponse, ApiError> {
-    app.0
-        .store
-        .response(TeamId(principal.team_id.clone()), id.to_string())
+    app.stored_responses()
+        .get(TeamId(principal.team_id.clone()), id.to_string())
         .await?
         .ok_or_else(|| not_found(id))
 }
@@ -336,7 +332,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let team = TeamId(principal.team_id.clone());
-    if !app.0.store.delete_response(team, id.clone()).await? {
+    if !app.stored_responses().delete(team, id.clone()).await? {
         return Err(not_found(&id));
     }
     Ok(Json(
@@ -439,9 +435,9 @@ pub async fn input_items(
 
 /// Removes stored responses older than the retention (the gateway's upkeep calls it).
 pub async fn purge(app: &AppState) {
-    let keep = app.0.config.responses.retention;
-    let before = app.0.access.now_ms() - i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-    match app.0.store.purge_responses(before).await {
+    let keep = app.config().responses.retention;
+    let before = app.access().now_ms() - i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+    match app.stored_responses().purge(before).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(purged = n, "stored responses past their retention removed"),
         Err(e) => tracing::warn!(error = %e, "purging stored responses failed"),

@@ -22,7 +22,7 @@ use super::guard::Shape;
 use super::route::{self, Routed};
 use super::spend;
 use crate::budget::Reservation;
-use crate::config::ModelConfig;
+use crate::domain::ModelConfig;
 use crate::metrics::Metrics;
 
 /// What is being answered: a generation (chat or legacy completion, whose text the guardrail's
@@ -127,7 +127,7 @@ pub async fn answer_parts(
         (Err(not_served), _) => (not_served.model().clone(), Err(not_served.into_response())),
     };
     let answered = answered.inspect_err(|failed| {
-        Metrics::inc(&call.app.0.metrics.upstream_errors_total);
+        Metrics::inc(&call.app.metrics().upstream_errors_total);
         call.audit.upstream_failed();
         if kind.generated().is_some() {
             completed(call, &model.id, failed.status().as_u16(), None);

@@ -33,7 +33,7 @@ pub(super) fn relay(
         ticket,
         reservation,
     } = served;
-    let metrics = call.app.0.metrics.clone();
+    let metrics = call.app.metrics().clone();
     Metrics::inc(&metrics.streams_active);
     let opts = RelayOptions {
         request_id: call.ctx.id.to_string(),
@@ -45,7 +45,7 @@ pub(super) fn relay(
         count_usage: Some(CountUsage {
             prompt_tokens: reservation.prompt_tokens(),
             count: {
-                let tokens = call.app.0.facts.shared_tokens();
+                let tokens = call.app.facts().shared_tokens();
                 Box::new(move |text: &str| u64::from(tokens.count(text)))
             },
         }),
@@ -95,7 +95,7 @@ pub(super) fn relay(
         tracing::debug!(request_id = %call.ctx.id, outcome = ?summary.outcome, usage = ?summary.usage, events = summary.events, "stream ended");
     });
     // The guardrail's output stage on the stream (hold-back window), when one is configured.
-    if call.app.0.guardrail.is_some() {
+    if call.app.guardrail().is_some() {
         Body::from_stream(guard::output_stream(call.clone(), shape, stream).inspect(first_frame))
     } else {
         Body::from_stream(stream.inspect(first_frame))

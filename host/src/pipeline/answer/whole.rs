@@ -29,9 +29,9 @@ pub(super) async fn read(
         ticket,
         reservation,
     } = served;
-    let app = &call.app.0;
+    let app = &call.app;
     let started = std::time::Instant::now();
-    let read = app.upstreams.read_json(&model, exchange).await;
+    let read = app.upstreams().read_json(&model, exchange).await;
     call.audit.upstream_time(started.elapsed());
     let mut answer = match read {
         Ok(a) => a,

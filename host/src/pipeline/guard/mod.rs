@@ -90,7 +90,7 @@ impl Shape {
 
 /// Runs the output stage on a whole answer.
 pub async fn output(call: &Call, answer: &mut Value, shape: Shape) -> Result<(), ApiError> {
-    if call.app.0.guardrail.is_none() {
+    if call.app.guardrail().is_none() {
         return Ok(());
     }
     let Some(choices) = answer.get_mut("choices").and_then(Value::as_array_mut) else {
@@ -181,7 +181,7 @@ pub async fn text_field(
     body: &mut Map<String, Value>,
     field: &str,
 ) -> Result<bool, ApiError> {
-    if call.app.0.guardrail.is_none() {
+    if call.app.guardrail().is_none() {
         return Ok(false);
     }
     let strings: Option<Vec<String>> = match body.get(field) {
@@ -213,7 +213,7 @@ pub async fn text_field(
             .collect(),
         _ => Vec::new(),
     };
-    let tokens = call.app.0.facts.tokens();
+    let tokens = call.app.facts().tokens();
     let decoded: Vec<String> = arrays.iter().flat_map(|a| tokens.decodings(a)).collect();
     let mut checked = decoded.clone();
     let flagged = texts(call, &mut checked).await?;
@@ -288,7 +288,7 @@ impl Subject<'_> {
     /// fails refuses the request (fail-closed); its own 4xx rejection is passed on.
     async fn check(&self, stage: Stage, texts: &[String]) -> Result<Option<Verdict>, ApiError> {
         let call = self.0;
-        let Some(slot) = &call.app.0.guardrail else {
+        let Some(slot) = call.app.guardrail() else {
             return Ok(None);
         };
         let facts = RouteFacts {
@@ -313,7 +313,7 @@ impl Subject<'_> {
         let started = std::time::Instant::now();
         let checked = active.policy.check(stage, &facts, texts).await;
         count(
-            &call.app.0.metrics,
+            call.app.metrics(),
             stage,
             started.elapsed(),
             checked.as_ref().ok(),
@@ -368,7 +368,7 @@ impl Subject<'_> {
     /// The seed's `guardrail.violation` event.
     fn violation(&self, entities: &[String], action: &str) {
         let call = self.0;
-        call.app.0.events.emit(|| {
+        call.app.events().emit(|| {
             Event::now(
                 "guardrail.violation",
                 &call.ctx.id,

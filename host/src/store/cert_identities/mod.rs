@@ -6,7 +6,7 @@
 pub(crate) mod sql;
 
 use super::{TeamId, UnixMillis};
-use crate::config::Role;
+use crate::domain::Role;
 use crate::tls::CertMatch;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! share-locked on PostgreSQL (as a foreign key check would) so it cannot go before the insert.
 
 use super::{CertIdentity, CertSource, NewCertIdentity};
-use crate::config::Role;
+use crate::domain::Role;
 use crate::store::rules::{check_name, new_id};
 use crate::store::sql::{Conn, Db, Row, Sql, Tx, Value, refused_foreign_key};
 use crate::store::teams::sql::hold;

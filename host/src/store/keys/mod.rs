@@ -7,7 +7,7 @@ pub(crate) mod sql;
 use std::fmt;
 
 use super::{KeyId, Micros, TeamId, UnixMillis};
-use crate::config::Role;
+use crate::domain::Role;
 
 /// Whether a key authenticates now, and if not, why not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

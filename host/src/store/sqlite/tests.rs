@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::SqliteStore;
 use crate::auth::hash_secret;
-use crate::config::Role;
+use crate::domain::Role;
 use crate::store::*;
 
 const T0: UnixMillis = 1_800_000_000_000;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sovereign::auth::hash_secret;
-use sovereign::config::Role;
+use sovereign::domain::Role;
 use sovereign::store::responses::StoredResponse;
 use sovereign::store::*;
 use sovereign::tls::CertMatch;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawDocuments {
+pub(in crate::config) struct RawDocuments {
     /// `false`: the document and retrieval endpoints answer 404 and no model is loaded.
     enabled: bool,
     /// The multilingual-e5 weights file (default: `$SOVEREIGN_E5_MODEL`, else
@@ -88,7 +88,7 @@ impl Default for DocumentsConfig {
     }
 }
 
-pub(super) fn validate(
+pub(in crate::config) fn validate(
     d: RawDocuments,
     base: &Path,
     err: &mut impl FnMut(String, &str),

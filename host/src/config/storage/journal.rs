@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawJournal {
+pub(in crate::config) struct RawJournal {
     enabled: bool,
     dir: Option<String>,
     signing_key: Option<String>,
@@ -65,7 +65,7 @@ pub struct JournalSettings {
 }
 
 /// `None` when `enabled = false` (the other fields are still checked).
-pub(super) fn validate(
+pub(in crate::config) fn validate(
     j: RawJournal,
     base: &Path,
     data_dir: &Path,

@@ -1,60 +1,15 @@
 //! `[[teams]]` and `[[keys]]`: the teams and keys the file declares (keys by the hash of their
-//! secret only), the roles a key may have and the plans a team may be on (`crate::store` keeps
-//! both and re-exports [`Plan`]).
+//! secret only), each key with its role and each team on its plan (`crate::domain` defines both).
 
 use std::collections::HashMap;
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Admin,
-    Member,
-    Auditor,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Member => "member",
-            Role::Auditor => "auditor",
-        }
-    }
-}
-
-/// A team's plan; its numeric defaults (rpm, tokens per day) live in the config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Plan {
-    #[default]
-    Development,
-    Professional,
-    Enterprise,
-}
-
-impl Plan {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Plan::Development => "development",
-            Plan::Professional => "professional",
-            Plan::Enterprise => "enterprise",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Plan> {
-        match s {
-            "development" => Some(Plan::Development),
-            "professional" => Some(Plan::Professional),
-            "enterprise" => Some(Plan::Enterprise),
-            _ => None,
-        }
-    }
-}
+use crate::domain::{Plan, Role};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTeam {
+pub(in crate::config) struct RawTeam {
     id: String,
     #[serde(default)]
     name: Option<String>,
@@ -64,7 +19,7 @@ pub(super) struct RawTeam {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawKey {
+pub(in crate::config) struct RawKey {
     name: String,
     team: String,
     role: Role,
@@ -88,7 +43,7 @@ pub struct KeyConfig {
 }
 
 /// The teams, and every team id seen (first index of each).
-pub(super) fn validate_teams(
+pub(in crate::config) fn validate_teams(
     raw: Vec<RawTeam>,
     err: &mut impl FnMut(String, &str),
 ) -> (Vec<TeamConfig>, HashMap<String, usize>) {
@@ -123,7 +78,7 @@ pub(super) fn validate_teams(
 }
 
 /// The keys; each names one of `team_ids` and a hash no other key has.
-pub(super) fn validate_keys(
+pub(in crate::config) fn validate_keys(
     raw: Vec<RawKey>,
     team_ids: &HashMap<String, usize>,
     err: &mut impl FnMut(String, &str),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawResponses {
+pub(in crate::config) struct RawResponses {
     retention_hours: u64,
 }
 
@@ -34,7 +34,10 @@ impl Default for ResponsesConfig {
     }
 }
 
-pub(super) fn validate(r: &RawResponses, err: &mut impl FnMut(String, &str)) -> ResponsesConfig {
+pub(in crate::config) fn validate(
+    r: &RawResponses,
+    err: &mut impl FnMut(String, &str),
+) -> ResponsesConfig {
     if r.retention_hours == 0 || r.retention_hours > 24 * 3650 {
         err(
             "responses.retention_hours".into(),

@@ -17,7 +17,7 @@ pub const ENV_SHARED_NAMESPACE: &str = "SOVEREIGN_SHARED_NAMESPACE";
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawStore {
+pub(in crate::config) struct RawStore {
     backend: Option<String>,
     url: Option<String>,
     pool_size: Option<usize>,
@@ -27,7 +27,7 @@ pub(super) struct RawStore {
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawShared {
+pub(in crate::config) struct RawShared {
     backend: Option<String>,
     url: Option<String>,
     namespace: Option<String>,
@@ -120,7 +120,7 @@ impl std::fmt::Debug for RedisConfig {
     }
 }
 
-pub(super) fn validate(
+pub(in crate::config) fn validate(
     store: RawStore,
     shared: RawShared,
     env: impl Fn(&str) -> Option<String>,

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::domain::Plan;
+
 /// `[access]`: who may call from where, and how often.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawAccess {
+pub(in crate::config) struct RawAccess {
     /// CIDRs of reverse proxies whose `X-Forwarded-For` is believed; empty: the client address
     /// is always the socket peer.
     trusted_proxies: Vec<String>,
@@ -41,7 +43,7 @@ struct RawPlan {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawPlans {
+pub(in crate::config) struct RawPlans {
     development: RawPlan,
     professional: RawPlan,
     enterprise: RawPlan,
@@ -102,16 +104,19 @@ pub struct Plans {
 }
 
 impl Plans {
-    pub fn get(&self, plan: super::Plan) -> PlanLimits {
+    pub fn get(&self, plan: Plan) -> PlanLimits {
         match plan {
-            super::Plan::Development => self.development,
-            super::Plan::Professional => self.professional,
-            super::Plan::Enterprise => self.enterprise,
+            Plan::Development => self.development,
+            Plan::Professional => self.professional,
+            Plan::Enterprise => self.enterprise,
         }
     }
 }
 
-pub(super) fn validate(a: &RawAccess, err: &mut impl FnMut(String, &str)) -> AccessConfig {
+pub(in crate::config) fn validate(
+    a: &RawAccess,
+    err: &mut impl FnMut(String, &str),
+) -> AccessConfig {
     let mut trusted_proxies = Vec::new();
     for (i, c) in a.trusted_proxies.iter().enumerate() {
         match parse_cidr(c) {
@@ -130,7 +135,7 @@ pub(super) fn validate(a: &RawAccess, err: &mut impl FnMut(String, &str)) -> Acc
 }
 
 /// `[plans]` has nothing to report: 0 means unlimited.
-pub(super) fn plans(raw: RawPlans) -> Plans {
+pub(in crate::config) fn plans(raw: RawPlans) -> Plans {
     let plan = |p: RawPlan| PlanLimits {
         rate: rate_limit(p.requests_per_minute, p.burst),
         tokens_per_day: (p.tokens_per_day > 0).then_some(p.tokens_per_day),

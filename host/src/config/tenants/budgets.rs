@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub(super) struct RawBudgets {
+pub(in crate::config) struct RawBudgets {
     /// The currency model prices are in and budgets are counted in (ISO 4217 code).
     currency: String,
     /// Percentages of a budget whose crossing emits a `cost.threshold` event.
@@ -33,7 +33,10 @@ pub struct BudgetsConfig {
     pub default_max_tokens: u32,
 }
 
-pub(super) fn validate(b: RawBudgets, err: &mut impl FnMut(String, &str)) -> BudgetsConfig {
+pub(in crate::config) fn validate(
+    b: RawBudgets,
+    err: &mut impl FnMut(String, &str),
+) -> BudgetsConfig {
     if b.currency.len() != 3 || !b.currency.bytes().all(|c| c.is_ascii_uppercase()) {
         err(
             "budgets.currency".into(),
