@@ -41,6 +41,13 @@ FLEET = [
          input_cost_per_mtok=0.02, output_cost_per_mtok=0.0),
 ]
 
+REGION = {m["id"]: m["region"] for m in FLEET}
+
+
+def english_answer(model: str, question: str) -> str:
+    """What an English-speaking simulated model answers to `question` (simulator/answer.rs)."""
+    return f'Hello! I am {model}, served from region {REGION[model]}. You asked: "{question}".'
+
 
 # Every process started, in order (conftest kills a test's own when the test ends).
 STARTED: list["Proc"] = []

@@ -20,7 +20,7 @@ import pytest
 import harness
 
 EN = "llama-3.2-3b-instruct"  # sa-riyadh-1
-REGION = {m["id"]: m["region"] for m in harness.FLEET}
+REGION = harness.REGION
 SETTINGS = json.dumps({"default": "redact", "entities": {"credit_card": "block"}})
 CARD = "4111 1111 1111 1111"
 WEATHER = {"name": "get_weather", "description": "Current weather in a city.",
@@ -28,8 +28,7 @@ WEATHER = {"name": "get_weather", "description": "Current weather in a city.",
                             "required": ["city"]}}
 
 
-def answer(model: str, question: str) -> str:
-    return f'Hello! I am {model}, served from region {REGION[model]}. You asked: "{question}".'
+answer = harness.english_answer
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ import harness
 
 EN = "llama-3.2-3b-instruct"  # sa-riyadh-1
 CODER = "qwen2.5-coder-32b"  # eu-frankfurt-1
-REGION = {m["id"]: m["region"] for m in harness.FLEET}
+REGION = harness.REGION
 SETTINGS = json.dumps({"default": "redact", "entities": {"credit_card": "block"}})
 CARD = "4111 1111 1111 1111"
 ERROR_KEYS = {"message", "type", "param", "code"}
@@ -38,8 +38,7 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Current we
                           "required": ["city"]}}
 
 
-def answer(model: str, question: str) -> str:
-    return f'Hello! I am {model}, served from region {REGION[model]}. You asked: "{question}".'
+answer = harness.english_answer
 
 
 @pytest.fixture(scope="module")
