@@ -2,11 +2,15 @@
 """The document library through the real gateway binary (issue 15's benchmark).
 
   .venv/bin/python bench/rag_bench.py [--bin target/release/sovereign] [--pdf dense300.pdf]
-                                      [--sizes 10000,100000] [--queries 200]
+                                      [--sizes 10000,100000] [--queries 200] [--engine-nice 10]
 
 1. Ingestion end to end: a many-page PDF uploaded through `POST /v1/documents/upload` (multipart,
    extraction in the child process, chunking, the PII guardrail, in-process e5 embedding, SQLite,
-   index) — pages/s of wall time and per CPU second of the gateway (its children included).
+   index) — pages/s of wall time and per CPU second of the gateway (its children included); the
+   upload's answer time (it is asynchronous: 202 `in_progress`) and its time to searchable
+   (`completed`, polled); and chat completions' p50/p99 (one at a time, 10/s, against `sovereign
+   simulate` with no simulated latency, so only the gateway's own time is measured) idle and
+   during the ingestion.
    Make the 300-page PDF with `EXTRACT_BENCH_WRITE=/tmp/dense300.pdf cargo run --release -p
    sovereign-documents --example extract_bench` (extraction alone is measured there).
 2. Queries at N chunks: the store is seeded with N synthetic chunks (clustered 384-d vectors,
@@ -30,6 +34,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -38,6 +43,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_ID = "multilingual-e5-small-q4"
+EMBEDDING_CONTEXT = "ctx2"  # host/src/rag/headers.rs: each chunk stored alone and after its title
 DIMS = 384
 USER_HZ = os.sysconf("SC_CLK_TCK")
 
@@ -62,20 +68,23 @@ VOCAB = (
 ).split()
 
 
-def config_text(data_dir: Path, key_hash: str) -> str:
+ENGINE_NICE = 10  # [documents] engine_nice: --engine-nice
+
+
+def config_text(data_dir: Path, key_hash: str, chat_url: str) -> str:
     settings = json.dumps({"default": "redact"})
     return f"""
 sovereign_id = "rag-bench"
 region = "sa-riyadh-1"
-default_model = "chat"
+default_model = "llama-3.2-3b-instruct"
 data_dir = "{data_dir}"
 
 [server]
 listen = "127.0.0.1:0"
 
 [[models]]
-id = "chat"
-base_url = "http://127.0.0.1:9/v1"
+id = "llama-3.2-3b-instruct"
+base_url = "{chat_url}"
 family = "none"
 kind = "chat"
 region = "sa-riyadh-1"
@@ -106,23 +115,27 @@ settings = {json.dumps(settings)}
 max_upload_bytes = 209715200
 max_pages = 5000
 extract_timeout_ms = 300000
+engine_nice = {ENGINE_NICE}
 """
 
 
+def start(args: list[str], what: str, env: dict) -> tuple[subprocess.Popen, str]:
+    """Starts `sovereign <args>` and waits for its `listening on URL` line: (process, URL)."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    for line in proc.stdout:
+        m = re.search(r"listening on (http://\S+)", line)
+        if m:
+            return proc, m.group(1)
+    raise SystemExit(f"the {what} did not start")
+
+
 class Gateway:
-    def __init__(self, binary: Path, directory: Path, key_hash: str):
-        (directory / "gateway.toml").write_text(config_text(directory / "data", key_hash))
+    def __init__(self, binary: Path, directory: Path, key_hash: str, chat_url: str = "http://127.0.0.1:9/v1"):
+        (directory / "gateway.toml").write_text(config_text(directory / "data", key_hash, chat_url))
         env = dict(os.environ, RUST_LOG="warn", OMP_WAIT_POLICY="passive")
         started = time.perf_counter()
-        self.proc = subprocess.Popen([str(binary), "serve", "--config", str(directory / "gateway.toml")],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        for line in self.proc.stdout:
-            m = re.search(r"listening on (http://\S+)", line)
-            if m:
-                self.url = m.group(1)
-                break
-        else:
-            raise SystemExit("the gateway did not start")
+        self.proc, self.url = start([str(binary), "serve", "--config", str(directory / "gateway.toml")],
+                                    "gateway", env)
         self.start_seconds = time.perf_counter() - started
 
     def cpu_seconds(self) -> float:
@@ -146,32 +159,90 @@ def keygen(binary: Path) -> tuple[str, str]:
     return out.splitlines()[0].split()[1], out.splitlines()[1].split('"')[1]
 
 
+class Simulator:
+    """`sovereign simulate`: the chat model whose latency is measured while documents ingest."""
+
+    def __init__(self, binary: Path):
+        self.proc, self.url = start([str(binary), "simulate", "--listen", "127.0.0.1:0", "--latency-ms", "0",
+                                     "--token-interval-ms", "0"], "simulator", dict(os.environ, RUST_LOG="warn"))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+CHAT_RATE = 10  # chat requests per second while measuring, one at a time
+
+
+def chat_latencies(url: str, key: str, stop: threading.Event, out: list[float]):
+    """Chat completions at CHAT_RATE per second, one at a time, until `stop`: each latency in ms."""
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+        next_at = time.perf_counter()
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            r = c.post("/v1/chat/completions", json={"model": "llama-3.2-3b-instruct", "max_tokens": 16,
+                                                     "messages": [{"role": "user", "content": "hi"}]})
+            r.raise_for_status()
+            out.append((time.perf_counter() - t0) * 1000)
+            next_at += 1 / CHAT_RATE
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+
+
 def ingest(binary: Path, pdf: Path, key: str, key_hash: str, runs: int):
     with tempfile.TemporaryDirectory() as tmp:
-        gw = Gateway(binary, Path(tmp), key_hash)
+        sim = Simulator(binary)
+        gw = Gateway(binary, Path(tmp), key_hash, chat_url=f"{sim.url}/v1")
         data = pdf.read_bytes()
         results = []
         with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {key}"}, timeout=600) as c:
             # Warm-up: the model's first call and the extraction child's first start.
-            c.post("/v1/documents/upload", files={"file": ("warm.txt", b"Warm-up text.", "text/plain")},
+            c.post("/v1/documents/upload", params={"wait": "true"},
+                   files={"file": ("warm.txt", b"Warm-up text.", "text/plain")},
                    data={"collection": "warm"}).raise_for_status()
+            idle: list[float] = []
+            stop = threading.Event()
+            t = threading.Thread(target=chat_latencies, args=(gw.url, key, stop, idle))
+            t.start()
+            time.sleep(20)
+            stop.set()
+            t.join()
+            busy: list[float] = []
             for run in range(1, runs + 1):
+                stop = threading.Event()
+                t = threading.Thread(target=chat_latencies, args=(gw.url, key, stop, busy))
+                t.start()
                 cpu0, t0 = gw.cpu_seconds(), time.perf_counter()
-                r = c.post("/v1/documents/upload", files={"file": (pdf.name, data, "application/pdf")},
+                r = c.post("/v1/documents/upload",
+                           files={"file": (pdf.name, data, "application/pdf")},
                            data={"collection": f"run{run}"})
-                wall, cpu = time.perf_counter() - t0, gw.cpu_seconds() - cpu0
+                answered = time.perf_counter() - t0
                 r.raise_for_status()
                 doc = r.json()
-                results.append((doc["pages"], doc["chunks"], wall, cpu))
+                while doc["status"] == "in_progress":
+                    time.sleep(0.25)
+                    doc = c.get(f"/v1/documents/{doc['id']}").raise_for_status().json()
+                wall, cpu = time.perf_counter() - t0, gw.cpu_seconds() - cpu0
+                stop.set()
+                t.join()
+                if doc["status"] != "completed":
+                    raise SystemExit(f"the upload ended {doc['status']}: {doc.get('last_error')}")
+                results.append((doc["pages"], doc["chunks"], wall, cpu, answered))
         gw.stop()
+        sim.stop()
     pages = sum(r[0] for r in results)
     chunks = sum(r[1] for r in results)
     wall = sum(r[2] for r in results)
     cpu = sum(r[3] for r in results)
     print(f"ingestion: {runs} × {pdf.name} ({len(data) // 1024} KiB, {results[0][0]} pages, "
           f"{results[0][1]} chunks each)")
+    print(f"  upload answered in {max(r[4] for r in results):.3f} s at most; searchable after "
+          f"{max(r[2] for r in results):.1f} s at most")
     print(f"  end to end: {pages / wall:.2f} pages/s wall ({chunks / wall:.1f} chunks/s), "
           f"{pages / cpu:.2f} pages per CPU second ({cpu / runs:.1f} CPU s per upload)")
+    print(f"  chat ({CHAT_RATE}/s, one at a time) idle: p50 {percentile(idle, 50):.1f} ms, p99 "
+          f"{percentile(idle, 99):.1f} ms ({len(idle)}); during ingestion: p50 {percentile(busy, 50):.1f} ms, "
+          f"p99 {percentile(busy, 99):.1f} ms ({len(busy)}); p99 ratio "
+          f"{percentile(busy, 99) / percentile(idle, 99):.2f}")
 
 
 def synthetic_text(rng: random.Random, words: int) -> str:
@@ -201,18 +272,23 @@ def seed(db: Path, n: int, model_key: str):
                 c = centres[rng.randrange(len(centres))]
                 v = [x + rng.gauss(0, 0.04) for x in c]
                 norm = math.sqrt(sum(x * x for x in v))
+                unit = [x / norm for x in v]
+                # `ctx2`: the chunk's vector alone, then after its title (here the same).
                 rows.append((doc_id, i, i + 1, synthetic_text(rng, 150),
-                             struct.pack(f"<{DIMS}f", *(x / norm for x in v))))
+                             struct.pack(f"<{2 * DIMS}f", *unit, *unit)))
             con.executemany("INSERT INTO document_chunks (document_id, ordinal, page, paragraph, text, vector) "
                             "VALUES (?, ?, NULL, ?, ?, ?)", rows)
     con.close()
 
 
 def model_key() -> str:
+    """The key the gateway tags the built-in model's vectors with (`Embedder::key`): the sha256
+    over the weights file then the ONNX graph, and the chunks' embedding context."""
     import hashlib
-    path = ROOT / "models/e5/e5-small-q4.bin"
-    h = hashlib.sha256(path.read_bytes()).hexdigest()
-    return f"{MODEL_ID}@{h[:12]}"
+    h = hashlib.sha256()
+    for name in ("e5-small-q4.bin", "e5-small-fp32.onnx"):
+        h.update((ROOT / "models/e5" / name).read_bytes())
+    return f"{MODEL_ID}@{h.hexdigest()[:12]}+{EMBEDDING_CONTEXT}"
 
 
 def percentile(values, p):
@@ -255,16 +331,20 @@ def queries(binary: Path, key: str, key_hash: str, sizes: list[int], count: int)
 
 
 def main():
+    global ENGINE_NICE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=str(ROOT / "target/release/sovereign"))
     ap.add_argument("--pdf", default="/tmp/dense300.pdf")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--engine-nice", type=int, default=ENGINE_NICE,
+                    help="[documents] engine_nice (0: the engine at the request path's priority)")
     args = ap.parse_args()
+    ENGINE_NICE = args.engine_nice
     binary = Path(args.bin)
     key, key_hash = keygen(binary)
-    print(f"gateway: {binary} ({os.cpu_count()} cores)")
+    print(f"gateway: {binary} ({os.cpu_count()} cores, engine_nice {ENGINE_NICE})")
     if Path(args.pdf).is_file():
         ingest(binary, Path(args.pdf), key, key_hash, args.runs)
     else:

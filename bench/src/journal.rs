@@ -213,10 +213,12 @@ pub(crate) fn draft(i: u64) -> EntryDraft {
         prompt_hash: Some(sha256_tagged(&i.to_le_bytes())),
         routing_policy: Some("explicit-model".into()),
         residency_boundary: Some("eu-frankfurt-1".into()),
+        retrieval_filtered: None,
         status: Status::Success,
         prompt_tokens: Some(412),
         completion_tokens: Some(128),
         latency_us: 734,
+        mcp: None,
     }
 }
 

@@ -7,12 +7,14 @@
 //! HTTPS against plain HTTP and new TLS handshakes per second (`tls.rs`); `--responses-compare`
 //! the Responses API against chat completions and continuation latency (`responses.rs`);
 //! `--backends-compare` PostgreSQL + Redis against SQLite, and two replicas at once (`backends.rs`);
+//! `--mcp-compare` a tool call through `/mcp` against calling the MCP server directly (`mcp.rs`);
 //! `sovereign-bench peers` the gateway against LiteLLM and Portkey's gateway (`peers/`).
 //! See bench/README.md.
 
 mod backends;
 mod journal;
 mod load;
+mod mcp;
 mod peers;
 mod responses;
 mod servers;
@@ -123,6 +125,11 @@ struct Args {
     /// `SOVEREIGN_STORE_URL` and `SOVEREIGN_REDIS_URL` (`scripts/services start DIR`).
     #[arg(long)]
     backends_compare: bool,
+    /// Measure the MCP gateway instead: the p50/p99 a `tools/call` through `/mcp` adds over
+    /// calling the MCP server directly (open loop, `--rate`), then tool calls per second (closed
+    /// loop, `--connections` workers). Always on the stub upstream, which serves `/mcp`.
+    #[arg(long)]
+    mcp_compare: bool,
     /// RUST_LOG for both servers (their logs go to files in a temporary directory).
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -199,7 +206,13 @@ fn real_main() -> anyhow::Result<()> {
 
     let latency = args.sim_latency_ms.to_string();
     let interval = args.sim_token_interval_ms.to_string();
-    let sim = match args.upstream {
+    // The MCP server is the stub's `/mcp`.
+    let upstream = if args.mcp_compare {
+        Upstream::Stub
+    } else {
+        args.upstream
+    };
+    let sim = match upstream {
         Upstream::Simulator => Server::start(
             "simulator",
             &args.bin,
@@ -233,11 +246,13 @@ fn real_main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if args.tls_compare || args.responses_compare || args.backends_compare {
+    if args.tls_compare || args.responses_compare || args.backends_compare || args.mcp_compare {
         let summary = if args.tls_compare {
             tls::compare(&args, sim, &secret, &hash, &dir)
         } else if args.backends_compare {
             backends::compare(&args, sim, &secret, &hash, &dir)
+        } else if args.mcp_compare {
+            mcp::compare(&args, sim, &secret, &hash, &dir)
         } else {
             responses::compare(&args, sim, &secret, &hash, &dir)
         }

@@ -173,10 +173,13 @@ type DocumentUpload struct {
 	ContentType string
 	Collection  string
 	Metadata    map[string]any
+	// NoWait answers at once with the document `in_progress` (poll Get); by default Upload
+	// waits until it is searchable (`?wait=true`, at most 300 s on the gateway).
+	NoWait bool
 }
 
-// Upload stores a document (multipart `file`, `collection`, `metadata`); synchronous: the
-// answer comes when it is searchable.
+// Upload stores a document (multipart `file`, `collection`, `metadata`); synchronous unless
+// NoWait: the answer comes when it is searchable.
 func (s *DocumentsService) Upload(ctx context.Context, up DocumentUpload) (*Document, error) {
 	if up.Content == nil {
 		return nil, fmt.Errorf("sovereign: DocumentUpload.Content is nil")
@@ -211,7 +214,11 @@ func (s *DocumentsService) Upload(ctx context.Context, up DocumentUpload) (*Docu
 		w.WriteField("metadata", string(mb))
 	}
 	w.Close()
-	r := &request{method: http.MethodPost, path: "/v1/documents/upload", body: buf.Bytes(),
+	path := "/v1/documents/upload?wait=true"
+	if up.NoWait {
+		path = "/v1/documents/upload?wait=false"
+	}
+	r := &request{method: http.MethodPost, path: path, body: buf.Bytes(),
 		contentType: w.FormDataContentType(), idempotent: false}
 	var out Document
 	resp, err := s.c.call(ctx, r, &out)

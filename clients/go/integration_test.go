@@ -400,7 +400,7 @@ func TestDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(doc.ID, "doc_") || doc.Kind != "pdf" || doc.Collection != collection || doc.Chunks < 1 || doc.Pages == nil || !doc.Created || doc.Status != "ready" {
+	if !strings.HasPrefix(doc.ID, "doc_") || doc.Kind != "pdf" || doc.Collection != collection || doc.Chunks < 1 || doc.Pages == nil || !doc.Created || doc.Status != "completed" {
 		t.Fatalf("uploaded %+v", doc)
 	}
 	list, err := c.Documents.List(ctx, &sovereign.DocumentListParams{Collection: collection, Limit: 10})

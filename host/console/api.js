@@ -58,6 +58,7 @@ export async function call(method, path, { json, form, query, raw, key } = {}) {
 export const get = (path, query) => call('GET', path, { query });
 export const post = (path, json) => call('POST', path, { json: json ?? {} });
 export const patch = (path, json) => call('PATCH', path, { json });
+export const put = (path, json) => call('PUT', path, { json });
 export const del = (path) => call('DELETE', path);
 
 /**

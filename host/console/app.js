@@ -9,8 +9,10 @@ import journal from './pages/journal.js';
 import policies from './pages/policies.js';
 import documents from './pages/documents.js';
 import webhooks from './pages/webhooks.js';
+import health from './pages/health.js';
+import mcp from './pages/mcp.js';
 
-const PAGES = { teams, usage, journal, policies, documents, webhooks };
+const PAGES = { teams, usage, health, journal, policies, documents, webhooks, mcp };
 const $ = (id) => document.getElementById(id);
 let role = null;
 

@@ -1,5 +1,6 @@
 // Charts as inline SVG, no library: grouped bars over time (one group per x label, one bar per
-// series) and a budget-burn bar with its thresholds marked. Colours come from CSS classes (s0…s7),
+// series), lines over time (a gap where a value is missing) and a budget-burn bar with its
+// thresholds marked. Colours come from CSS classes (s0…s7),
 // so the CSP needs no inline styles.
 
 import { text } from './ui.js';
@@ -58,6 +59,70 @@ export function barChart({ title, labels, series, format = short }) {
     }
   });
   return figure(title, svg, series.map((s) => s.name));
+}
+
+/**
+ * Lines over time: labels (x), series [{name, values: [number|null per label]}]; a null breaks
+ * the line (a minute without requests has no latency). Each point carries a <title>.
+ */
+export function lineChart({ title, labels, series, format = short, id }) {
+  const W = 420, H = 200, L = 60, R = 6, T = 10, B = 24;
+  const max = niceMax(Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v !== null && v !== undefined))));
+  const svg = el('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title });
+  if (id) svg.id = id;
+  const plotW = W - L - R, plotH = H - T - B;
+  for (let i = 0; i <= 4; i++) {
+    const y = T + plotH - (plotH * i) / 4;
+    svg.append(el('line', { class: 'axis', x1: L, x2: W - R, y1: y, y2: y }));
+    svg.append(el('text', { x: L - 4, y: y + 4, 'text-anchor': 'end' }, format((max * i) / 4)));
+  }
+  const step = plotW / Math.max(1, labels.length - 1);
+  const x = (i) => L + step * i;
+  const y = (v) => T + plotH - (plotH * v) / max;
+  series.forEach((s, j) => {
+    let run = [];
+    const flush = () => {
+      if (run.length > 1) svg.append(el('polyline', { class: `s${j % 8}`, points: run.join(' ') }));
+      run = [];
+    };
+    s.values.forEach((v, i) => {
+      if (v === null || v === undefined) { flush(); return; }
+      run.push(`${x(i).toFixed(1)},${y(v).toFixed(1)}`);
+      const dot = el('circle', { class: `s${j % 8}`, cx: x(i), cy: y(v), r: 1.6, 'data-series': j });
+      dot.append(el('title', {}, `${s.name} · ${labels[i]}: ${format(v)}`));
+      svg.append(dot);
+    });
+    flush();
+  });
+  const every = Math.ceil(labels.length / 6);
+  labels.forEach((label, i) => {
+    if (i % every === 0) svg.append(el('text', { x: x(i), y: H - 10, 'text-anchor': 'middle' }, label));
+  });
+  return figure(title, svg, series.map((s) => s.name));
+}
+
+/**
+ * Ranked horizontal bars: rows [{label, value}] largest first (a label is user text: its
+ * bidirectional controls are shown as marks, never obeyed, and it is isolated with
+ * `unicode-bidi: isolate` from the style sheet).
+ */
+export function rankChart({ title, rows, format = short, id }) {
+  const W = 420, row = 22, L = 150, R = 60, T = 6;
+  const H = T * 2 + row * Math.max(1, rows.length);
+  const max = Math.max(0, ...rows.map((r) => r.value)) || 1;
+  const svg = el('svg', { class: 'chart rank', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title });
+  if (id) svg.id = id;
+  rows.forEach((r, i) => {
+    const y = T + row * i;
+    const label = String(r.label).replace(/[\u202A-\u202E\u2066-\u2069]/g, (c) => `U+${c.codePointAt(0).toString(16).toUpperCase()}`);
+    svg.append(el('text', { class: 'rank-label', x: L - 6, y: y + 15, 'text-anchor': 'end' }, label.length > 24 ? `${label.slice(0, 23)}…` : label));
+    const w = ((W - L - R) * r.value) / max;
+    const bar = el('rect', { class: 's0', x: L, y: y + 4, width: Math.max(0.5, w), height: row - 8, 'data-label': r.label });
+    bar.append(el('title', {}, `${label}: ${format(r.value)}`));
+    svg.append(bar);
+    svg.append(el('text', { x: L + w + 4, y: y + 15 }, format(r.value)));
+  });
+  return figure(title, svg, []);
 }
 
 /**

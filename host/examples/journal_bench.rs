@@ -33,10 +33,12 @@ fn draft(i: u64) -> EntryDraft {
         prompt_hash: Some(sha256_tagged(&i.to_le_bytes())),
         routing_policy: Some("rules-router".into()),
         residency_boundary: Some("eu-central".into()),
+        retrieval_filtered: None,
         status: Status::Success,
         prompt_tokens: Some(412),
         completion_tokens: Some(128),
         latency_us: 734,
+        mcp: None,
     }
 }
 

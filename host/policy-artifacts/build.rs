@@ -18,6 +18,10 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("hostile", "HOSTILE_WASM"),
     ("wrong_world", "WRONG_WORLD_WASM"),
     ("rust_router", "RUST_ROUTER_EXAMPLE_WASM"),
+    ("tool_allow", "TOOL_ALLOW_WASM"),
+    ("retrieval_keep", "RETRIEVAL_KEEP_WASM"),
+    ("tool_rules", "TOOL_RULES_WASM"),
+    ("rust_retrieval", "RUST_RETRIEVAL_EXAMPLE_WASM"),
 ];
 
 fn main() -> Result<(), String> {
@@ -35,9 +39,12 @@ fn main() -> Result<(), String> {
         policies.join("rules-router"),
         policies.join("pii-guardrail"),
         policies.join("webhook-shaper"),
+        policies.join("tool-allow"),
+        policies.join("retrieval-keep"),
         policies.join("test-guests"),
         root.join("sdk").join("rust"),
         root.join("examples").join("rust-router"),
+        root.join("examples").join("rust-retrieval"),
         wit.clone(),
     ] {
         println!("cargo:rerun-if-changed={}", p.display());

@@ -47,6 +47,8 @@ pub static ASSETS: &[Asset] = &[
     asset!("pages/policies.js", JS),
     asset!("pages/documents.js", JS),
     asset!("pages/webhooks.js", JS),
+    asset!("pages/health.js", JS),
+    asset!("pages/mcp.js", JS),
 ];
 
 /// The headers on every console response: a strict CSP (own scripts, styles and API only; no

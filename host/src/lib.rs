@@ -15,6 +15,7 @@ pub mod egress;
 pub mod events;
 pub mod facts;
 pub mod journal;
+pub mod mcp;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;
@@ -128,6 +129,13 @@ impl Gateway {
                     if let Some(library) = state.library() {
                         library.reconcile().await;
                     }
+                    // Replicas: the stored MCP servers and allowlists, each minute, so a notice
+                    // missed (or none sent: PostgreSQL without Redis) is caught up within one.
+                    if state.replicated()
+                        && let Err(e) = state.mcp_servers().reload().await
+                    {
+                        tracing::warn!(error = %e, "reloading the MCP servers failed");
+                    }
                     // Stored responses past their retention, at start and then hourly.
                     if minutes.is_multiple_of(60) {
                         api::responses::purge(&state).await;
@@ -147,6 +155,8 @@ impl Gateway {
         });
         // Replicas: this replica's journal copied into the shared store, behind the writer.
         let journal_index = tokio::spawn(self.state.clone().index_journal());
+        // The ingestion queue's workers (uploads answered at once are ingested here).
+        let ingestion = pipeline::library::ingestion::start(&self.state);
         let reload = self.tls.as_ref().map(TlsListener::watch);
         let result = serve(
             listener,
@@ -159,6 +169,9 @@ impl Gateway {
         .await;
         upkeep.abort();
         journal_index.abort();
+        if let Some(i) = ingestion {
+            i.abort();
+        }
         if let Some(c) = changes {
             c.abort();
         }

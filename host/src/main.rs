@@ -1,6 +1,6 @@
 //! The `sovereign` binary: the global allocator, the command line's top level and its dispatch to
-//! the subcommands (`cli/`); before anything starts, the document extraction child and the
-//! `OMP_WAIT_POLICY=passive` re-exec.
+//! the subcommands (`cli/`); before anything starts, the document extraction child and a stdio MCP
+//! server's sandbox.
 
 mod cli;
 
@@ -86,7 +86,13 @@ fn main() -> ExitCode {
             std::io::stdout().lock(),
         ));
     }
-    passive_openmp();
+    // A stdio MCP server's sandbox (`sovereign::mcp::sandbox`): caps set, then the server exec'd.
+    if args
+        .first()
+        .is_some_and(|a| a == sovereign::mcp::sandbox::STDIO_SUBCOMMAND)
+    {
+        return ExitCode::from(sovereign::mcp::sandbox::child_main(&args[1..]));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -113,24 +119,5 @@ fn main() -> ExitCode {
             latency_ms,
             token_interval_ms,
         ))),
-    }
-}
-
-/// The in-process embedding engine (documents, retrieval) uses OpenMP, whose default spin-waiting
-/// burns idle cores between calls: a query embedding cost 390 CPU ms instead of 44 on a loaded
-/// 2-core machine (host/retrieval/README.md). libgomp reads `OMP_WAIT_POLICY` only when the process
-/// starts, so when it is unset the binary re-executes itself (same pid, same arguments and file
-/// descriptors) with `passive`; an operator's own setting is kept.
-fn passive_openmp() {
-    #[cfg(unix)]
-    if std::env::var_os("OMP_WAIT_POLICY").is_none()
-        && let Ok(exe) = std::env::current_exe()
-    {
-        use std::os::unix::process::CommandExt;
-        // `exec` returns only when it failed; the gateway then runs with libgomp's default.
-        let _ = std::process::Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env("OMP_WAIT_POLICY", "passive")
-            .exec();
     }
 }

@@ -8,11 +8,14 @@ use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use http::StatusCode;
 
-use crate::admin::{cert_identities, journal, keys, policies, shapers, teams, usage, webhooks};
+use crate::admin::{
+    cert_identities, journal, keys, mcp as admin_mcp, policies, shapers, teams, traffic, usage,
+    webhooks, worlds,
+};
 use crate::api::activity::transparency;
 use crate::api::{
-    activity, chat, completions, documents, embeddings, files, messages, models, rag, responses,
-    vector_stores,
+    activity, chat, completions, documents, embeddings, files, mcp, messages, models, rag,
+    responses, vector_stores,
 };
 use crate::console;
 use crate::domain::Role;
@@ -43,6 +46,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/completions", post(completions::completions))
         .route("/v1/messages", post(messages::create))
+        .route(
+            "/v1/messages/count_tokens",
+            post(messages::count::count_tokens),
+        )
         .route("/v1/responses", post(responses::create))
         .route(
             "/v1/responses/{id}",
@@ -55,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/documents/upload", post(documents::upload))
         .route("/v1/documents/{id}", delete(documents::delete))
+        .route("/v1/documents/{id}/cancel", post(documents::cancel))
         .route("/v1/rag/query", post(rag::query))
         // The OpenAI files and vector-stores APIs over the same library (reads: `library`).
         .route("/v1/files", post(files::create))
@@ -67,10 +75,25 @@ pub fn router(state: AppState) -> Router {
             delete(vector_stores::detach),
         )
         .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
+        .route(
+            "/v1/vector_stores/{id}/file_batches",
+            post(vector_stores::create_batch),
+        )
+        .route(
+            "/v1/vector_stores/{id}/file_batches/{batch_id}/cancel",
+            post(vector_stores::cancel_batch),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.events().clone(),
             events::events_persisted,
         ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            |s, req, next| admission::require(s, &[Role::Member], req, next),
+        ));
+    // The MCP door (issue 46): members' agents call their team's tools (docs/MCP.md).
+    let tools = Router::new()
+        .route("/mcp", post(mcp::post).get(mcp::get).delete(mcp::delete))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| admission::require(s, &[Role::Member], req, next),
@@ -92,6 +115,14 @@ pub fn router(state: AppState) -> Router {
             "/v1/vector_stores/{id}/files/{file_id}",
             get(vector_stores::get_file),
         )
+        .route(
+            "/v1/vector_stores/{id}/file_batches/{batch_id}",
+            get(vector_stores::get_batch),
+        )
+        .route(
+            "/v1/vector_stores/{id}/file_batches/{batch_id}/files",
+            get(vector_stores::list_batch_files),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             |s, req, next| admission::require(s, &[Role::Member, Role::Auditor], req, next),
@@ -101,6 +132,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/models/{id}", get(models::get_model));
     let reading = Router::new()
         .route("/v1/admin/usage", get(usage::usage))
+        // This replica's recent model traffic and the models' health (no team's data in it).
+        .route("/v1/admin/traffic", get(traffic::traffic))
+        .route("/v1/admin/models", get(traffic::models))
         // The journal's read API (an auditor sees its own team only: checked in the handler).
         .route("/v1/activity/logs", post(activity::logs))
         // The journal as a transparency log: signed tree heads, inclusion and consistency
@@ -130,7 +164,7 @@ pub fn router(state: AppState) -> Router {
             get(teams::get).patch(teams::update).delete(teams::delete),
         )
         .route("/v1/admin/keys", get(keys::list).post(keys::create))
-        .route("/v1/admin/keys/{id}", get(keys::get))
+        .route("/v1/admin/keys/{id}", get(keys::get).patch(keys::update))
         .route("/v1/admin/keys/{id}/rotate", post(keys::rotate))
         .route("/v1/admin/keys/{id}/revoke", post(keys::revoke))
         .route(
@@ -142,6 +176,22 @@ pub fn router(state: AppState) -> Router {
             get(cert_identities::get).delete(cert_identities::delete),
         )
         .route("/v1/admin/journal/verify", get(journal::verify))
+        .route(
+            "/v1/admin/mcp/servers",
+            get(admin_mcp::list).post(admin_mcp::create),
+        )
+        .route(
+            "/v1/admin/mcp/servers/{name}",
+            get(admin_mcp::get)
+                .patch(admin_mcp::edit)
+                .delete(admin_mcp::delete),
+        )
+        .route(
+            "/v1/admin/mcp/keys/{id}",
+            get(admin_mcp::get_key)
+                .put(admin_mcp::put_key)
+                .delete(admin_mcp::delete_key),
+        )
         .route(
             "/v1/admin/webhooks",
             get(webhooks::list).post(webhooks::create),
@@ -165,6 +215,14 @@ pub fn router(state: AppState) -> Router {
             get(policies::guardrail_get).post(policies::guardrail_swap),
         )
         .route(
+            "/v1/admin/tool-policy",
+            get(worlds::tool_get).post(worlds::tool_swap),
+        )
+        .route(
+            "/v1/admin/retrieval-policy",
+            get(worlds::retrieval_get).post(worlds::retrieval_swap),
+        )
+        .route(
             "/v1/admin/webhook-shapers",
             get(shapers::list).post(shapers::put),
         )
@@ -179,6 +237,7 @@ pub fn router(state: AppState) -> Router {
         ));
     let authenticated = Router::new()
         .merge(inference)
+        .merge(tools)
         .merge(library)
         .merge(catalog)
         .merge(reading)
@@ -227,7 +286,7 @@ pub fn router(state: AppState) -> Router {
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
     (
         [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics().render(),
+        app.metrics().render(crate::rag::engine::metric_families()),
     )
 }
 

@@ -1,6 +1,8 @@
 """Popular client libraries against the real binary in front of the simulated fleet, each on its
 defaults and in its own environment (they pin incompatible `openai` versions): the OpenAI Agents
-SDK, LlamaIndex's `OpenAILike`, LangChain's `langchain-openai`, the Vercel AI SDK.
+SDK, LlamaIndex's `OpenAILike`, LangChain's `langchain-openai`, the Vercel AI SDK; and in the
+Anthropic Messages dialect (`/v1/messages`, issue 45) the `@anthropic-ai/sdk` TypeScript SDK,
+LangChain's `ChatAnthropic`, the Vercel AI SDK's `@ai-sdk/anthropic` and Claude Code.
 
 `scripts/setup-clients` installs them (one venv per Python library under `.venv-clients/`,
 `npm ci` into `tests/clients/node_modules`). The tests here run in the main `.venv` (pytest,
@@ -10,7 +12,9 @@ small driver under `drivers/` that reads the gateway's base URL and key from `GA
 
 Every library has its own team (and key), so the journal tells which endpoints a library called
 (`action`: `responses.create`, `completions.create`, `chat.completions`, `embeddings`) without
-touching the library's defaults.
+touching the library's defaults. The Anthropic libraries reach the gateway through a `Recorder`
+(client_harness.py), a pass-through proxy that keeps each exchange, so the tests can check every
+stream they were sent against the Messages stream rules and see which routes they called.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from client_harness import Upstream, harness, python_driver  # noqa: E402
+from client_harness import Recorder, Upstream, harness, python_driver  # noqa: E402
 
 # The guardrail as a site that refuses card numbers would run it: cards blocked, every other
 # entity redacted (the guardrail's default).
 GUARDRAIL = json.dumps({"default": "redact", "entities": {"credit_card": "block"}})
 
-LIBRARIES = ["agents", "llamaindex", "langchain", "vercel"]
+LIBRARIES = ["agents", "llamaindex", "langchain", "vercel", "anthropic-ts", "langchain-anthropic",
+             "vercel-anthropic", "claude-code", "mcp-ts"]
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +69,14 @@ def gateway(sim, keys, tmp_path_factory):
     p = harness.start_gateway(config, tmp_path_factory.mktemp("gw"))
     yield p
     p.kill()
+
+
+@pytest.fixture(scope="session")
+def recorder(gateway):
+    """The session gateway behind a recording proxy (the Anthropic libraries' base URL)."""
+    r = Recorder(gateway.url)
+    yield r
+    r.close()
 
 
 @pytest.fixture(autouse=True)

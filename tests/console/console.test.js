@@ -2,7 +2,10 @@
 // key in the UI and use the key from the openai SDK, revoke it and see the SDK get 401, find the
 // request in the journal, verify, the auditor's view (no create buttons; the API says 403 too),
 // Arabic rendered right-to-left; and each other page used once (usage and budget burn, policies,
-// a document uploaded, queried and deleted, a webhook subscribed and its test event delivered).
+// a document uploaded, queried and deleted, a webhook subscribed and its test event delivered;
+// spend by key, keys searched, paged and their limits changed, the models & health page with its
+// latency, error-rate and time-to-first-token charts: issue 49; MCP servers and a key's tool
+// allowlist: issue 46).
 // A screenshot of each page goes to artifacts/.
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -295,6 +298,8 @@ describe('console', () => {
     await burn.waitFor(WAIT);
     assert.equal(await burn.locator('line[data-threshold]').count(), 3);
     assert.equal(await burn.locator('.burn-name').evaluate((el) => getComputedStyle(el).direction), 'rtl');
+    // Spend by key (issue 49): the key made in the UI, by its name, among the biggest spenders.
+    await page.locator('#chart-spend-by-key rect[data-label^="console-test-key"]').waitFor(WAIT);
     await shot(page, 'usage');
     // The Policies panel reads the newest entries (it read the day's oldest 1,000: issue 49).
     const reads = await requestsDuring(page, '/v1/activity/logs', async () => {
@@ -372,12 +377,114 @@ describe('console', () => {
     }
   });
 
+  test('MCP servers: register one with a narrowed grant, see its teams and tools, edit a key\'s allowlist, remove it (issue 46)', async () => {
+    await page.goto(`${gw.url}/console/#/mcp`);
+    await page.locator('#mcp-server-form').waitFor(WAIT);
+    await page.fill('#mcp-server-form input[name=name]', 'records');
+    // A private address: registering contacts nothing (only a caller's tools/list does).
+    await page.fill('#mcp-server-form input[name=url]', 'http://10.20.30.40/mcp');
+    await page.fill('#mcp-server-form input[name=teams]', teamId);
+    await page.fill('#mcp-server-form textarea[name=tools]', `${teamId}: lookup, echo`);
+    await page.fill('#mcp-server-form input[name=bearer]', 'upstream-secret');
+    await page.click('#mcp-server-form button[type=submit]');
+    const row = page.locator('#mcp-servers-table tr', { hasText: 'records' });
+    await row.waitFor(WAIT);
+    assert.equal(await row.locator(`li[data-team="${teamId}"]`).innerText(), `${teamId}: lookup, echo`);
+    assert.match(await row.innerText(), /bearer/);
+    assert.ok(!(await page.content()).includes('upstream-secret'), 'the credential is never shown');
+    // Bad input: the API's 400 shown, nothing registered.
+    await page.fill('#mcp-server-form input[name=name]', 'metadata');
+    await page.fill('#mcp-server-form input[name=url]', 'http://169.254.169.254/mcp');
+    await page.fill('#mcp-server-form input[name=teams]', teamId);
+    await page.click('#mcp-server-form button[type=submit]');
+    await page.locator('.notice.error').first().waitFor(WAIT);
+    assert.equal((await api(page, 'GET', '/v1/admin/mcp/servers')).data.length, 1);
+
+    const keyId = (await api(page, 'GET', '/v1/admin/keys')).data[0].id;
+    await page.fill('#mcp-key-form input[name=key_id]', keyId);
+    await page.fill('#mcp-key-form input[name=tools]', 'records__lookup, files__*');
+    await page.click('#mcp-key-form button[type=submit]');
+    await page.locator('#mcp-key-current', { hasText: 'records__lookup, files__*' }).waitFor(WAIT);
+    assert.deepEqual((await api(page, 'GET', `/v1/admin/mcp/keys/${keyId}`)).tools, ['records__lookup', 'files__*']);
+    await shot(page, 'mcp');
+    const remove = page.locator('button[data-action=remove-allowlist]');
+    await remove.click();
+    await remove.click();
+    await page.locator('#mcp-key-current', { hasText: 'has no allowlist' }).waitFor(WAIT);
+    assert.equal((await api(page, 'GET', `/v1/admin/mcp/keys/${keyId}`)).tools, null);
+
+    await row.locator('button[data-action=remove]').click();
+    await row.locator('button[data-action=remove]').click();
+    await page.locator('#mcp-servers-table tr', { hasText: 'records' }).waitFor({ state: 'detached', ...WAIT });
+    assert.equal((await api(page, 'GET', '/v1/admin/mcp/servers')).data.length, 0);
+  });
+
+  test('keys: searched by name, paged, their limits changed in place and held to (issue 49)', async () => {
+    const made = await Promise.all(Array.from({ length: 21 }, (_, i) => api(page, 'POST', '/v1/admin/keys',
+      { team_id: 'demo', role: 'member', name: `bulk-${String(i + 1).padStart(2, '0')}` })));
+    assert.ok(made.every((k) => k.key), JSON.stringify(made[0]));
+    await open(page, 'teams');
+    await page.fill('#key-search', 'BULK-');
+    await page.click('#key-search-form button[type=submit]');
+    await page.locator('#keys-range', { hasText: '1–20 of 21' }).waitFor(WAIT);
+    assert.equal(await page.locator('#keys-table tbody tr').count(), 20);
+    assert.ok(await page.locator('#keys-prev').isDisabled());
+    await page.click('#keys-next');
+    await page.locator('#keys-range', { hasText: '21–21 of 21' }).waitFor(WAIT);
+    assert.equal(await page.locator('#keys-table tbody tr').count(), 1);
+    assert.ok(await page.locator('#keys-next').isDisabled());
+    await page.click('#keys-prev');
+    await page.locator('#keys-range', { hasText: '1–20 of 21' }).waitFor(WAIT);
+    // One key's limits: two requests a minute and a budget; the tokens/day field left empty.
+    const target = made.find((k) => k.name === 'bulk-07');
+    await page.fill('#key-search', 'bulk-07');
+    await page.click('#key-search-form button[type=submit]');
+    await page.locator('#keys-range', { hasText: '1–1 of 1' }).waitFor(WAIT);
+    await page.locator('#keys-table tr', { hasText: 'bulk-07' }).locator('button[data-action=edit-limits]').click();
+    await page.fill('#key-limits-form input[name=rpm]', '2');
+    await page.fill('#key-limits-form input[name=budget]', '0.5');
+    // The keys card in view (the page's top is the team forms), the limits form open.
+    await page.locator('#key-search-form').evaluate((el) => el.closest('section').scrollIntoView());
+    await page.screenshot({ path: join(ARTIFACTS, 'keys-search-limits.png') });
+    const sent = await requestsDuring(page, '/v1/admin/keys/', async () => {
+      await page.click('#save-key-limits');
+      await page.locator('.notice.ok', { hasText: 'Limits of' }).waitFor(WAIT);
+    });
+    assert.deepEqual(sent.filter((r) => r.method === 'PATCH').map((r) => [r.url.pathname, JSON.parse(r.body)]),
+      [[`/v1/admin/keys/${target.id}`, { rpm: 2, tpd: null, budget: 0.5 }]]);
+    await page.locator('#keys-table tr', { hasText: 'bulk-07' }).locator('td', { hasText: 'rpm 2 ·' }).waitFor(WAIT);
+    // Held to at once: the third request of the minute is refused.
+    const client = sdk(target.key);
+    for (let i = 0; i < 2; i++) await client.chat.completions.create({ model: 'jais-30b-chat', messages: [{ role: 'user', content: 'hi' }] });
+    await assert.rejects(client.chat.completions.create({ model: 'jais-30b-chat', messages: [{ role: 'user', content: 'hi' }] }),
+      (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
+  });
+
+  test('models & health: each model with its breaker; latency, error-rate and TTFT charts (issue 49)', async () => {
+    // A stream, so the time to first token has a sample.
+    const stream = await sdk(gw.keys.member).chat.completions.create({
+      model: 'jais-30b-chat', messages: [{ role: 'user', content: PROMPT }], stream: true,
+    });
+    for await (const chunk of stream) assert.ok(chunk);
+    await open(page, 'health');
+    const row = page.locator('#models-table tbody tr', { hasText: 'jais-30b-chat' });
+    await row.locator('.badge.closed').waitFor(WAIT);
+    assert.match(await row.innerText(), /sa-riyadh-1\s+local/);
+    for (const id of ['chart-latency', 'chart-errors', 'chart-ttft']) await page.locator(`#${id} circle`).first().waitFor(WAIT);
+    assert.match(await page.locator('#traffic-note').innerText(), /^All models, the last 60 minutes on replica \S+: [1-9]\d* requests/);
+    await page.selectOption('#traffic-model', 'jais-30b-chat');
+    await page.click('#traffic-form button[type=submit]');
+    await page.locator('#traffic-note', { hasText: /^jais-30b-chat, the last 60 minutes/ }).waitFor(WAIT);
+    await page.locator('#chart-ttft circle').first().waitFor(WAIT);
+    await shot(page, 'models-health');
+  });
+
   test('auditor: journal and usage, no create buttons; the API says 403 anyway', async () => {
     const auditor = await browser.newPage();
     await signIn(auditor, gw.keys.auditor);
     await auditor.locator('#role', { hasText: 'auditor' }).waitFor(WAIT);
     const nav = (await auditor.locator('#nav a').allInnerTexts()).map((s) => s.trim());
-    assert.ok(nav.includes('Journal') && nav.includes('Usage'), nav.join(','));
+    assert.ok(nav.includes('Journal') && nav.includes('Usage') && nav.includes('Models & health'), nav.join(','));
     assert.ok(!nav.includes('Teams & keys') && !nav.includes('Policies') && !nav.includes('Webhooks'), nav.join(','));
     // The admin page's address sends an auditor elsewhere: its buttons never exist.
     await auditor.goto(`${gw.url}/console/#/teams`);
@@ -401,6 +508,19 @@ describe('console', () => {
       return [r.status, (await r.json()).error.code];
     });
     assert.deepEqual(status, [403, 'insufficient_permissions']);
+    // Nor may it change a key's limits (issue 49); it reads the models page, with no edit control.
+    const patched = await auditor.evaluate(async () => {
+      const r = await fetch('/v1/admin/keys/key_any', {
+        method: 'PATCH',
+        headers: { Authorization: `Bearer ${sessionStorage.getItem('sovereign.console.key')}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ rpm: 1000 }),
+      });
+      return [r.status, (await r.json()).error.code];
+    });
+    assert.deepEqual(patched, [403, 'insufficient_permissions']);
+    await auditor.goto(`${gw.url}/console/#/health`);
+    await auditor.locator('#models-table').waitFor(WAIT);
+    assert.equal(await auditor.locator('button[data-action=edit-limits], #key-limits-form').count(), 0);
     await auditor.close();
   });
 });

@@ -1,7 +1,9 @@
-"""Fixtures: a simulated fleet, a gateway in front of it, and an official `openai` client."""
+"""Fixtures: a simulated fleet, a gateway in front of it, and the official `openai` and
+`anthropic` clients."""
 
 from __future__ import annotations
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -59,6 +61,21 @@ def reset_sim(sim):
 @pytest.fixture
 def client(gateway, keys):
     return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=keys["member"], max_retries=0, timeout=20)
+
+
+@pytest.fixture
+def claude(gateway, keys):
+    """The official `anthropic` SDK as a coding agent configures it: the gateway's base URL and a
+    key (sent as `x-api-key`)."""
+    return anthropic.Anthropic(base_url=gateway.url, api_key=keys["member"], max_retries=0, timeout=20)
+
+
+@pytest.fixture
+def admin(gateway, keys):
+    """Plain HTTP to the gateway as the admin key (modules with their own gateway may override)."""
+    with httpx.Client(base_url=gateway.url, headers={"Authorization": f"Bearer {keys['admin']}"},
+                      timeout=20) as c:
+        yield c
 
 
 @pytest.fixture

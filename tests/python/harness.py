@@ -8,6 +8,7 @@ line of `sovereign demo --tls`.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 import services
 
@@ -31,8 +33,9 @@ FLEET = [
          input_cost_per_mtok=0.6, output_cost_per_mtok=1.8),
     dict(id="allam-7b-instruct", family="allam", kind="chat", languages=["ar", "en"], region="sa-riyadh-1", local=True,
          input_cost_per_mtok=0.2, output_cost_per_mtok=0.6),
+    # Speaks the Messages API natively: `/v1/messages` requests go to the simulator's Messages door.
     dict(id="qwen2.5-coder-32b", family="qwen", kind="chat", languages=["en"], region="eu-frankfurt-1", local=False,
-         input_cost_per_mtok=0.9, output_cost_per_mtok=0.9),
+         input_cost_per_mtok=0.9, output_cost_per_mtok=0.9, messages="native"),
     dict(id="llama-3.2-3b-instruct", family="llama", kind="chat", languages=["en"], region="sa-riyadh-1", local=True,
          input_cost_per_mtok=0.05, output_cost_per_mtok=0.1),
     dict(id="magistral-small", family="mistral", kind="chat", languages=["fr", "en"], region="eu-paris-1", local=False,
@@ -42,6 +45,14 @@ FLEET = [
 ]
 
 REGION = {m["id"]: m["region"] for m in FLEET}
+
+# The Messages API's tests: a card number the guardrail blocks (`GUARD_CARDS_BLOCKED`: cards
+# blocked, every other entity redacted), and a client tool in the Messages shape.
+CARD = "4111 1111 1111 1111"
+GUARD_CARDS_BLOCKED = json.dumps({"default": "redact", "entities": {"credit_card": "block"}})
+WEATHER_TOOL = {"name": "get_weather", "description": "Current weather in a city.",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                                 "required": ["city"]}}
 
 
 def english_answer(model: str, question: str) -> str:
@@ -168,6 +179,24 @@ def toml_value(v) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The built-in rules router's document the routing tests use (the demo's routes, host/src/demo):
+# Arabic → jais-30b-chat, French → magistral-small, short prompts → llama-3.2-3b-instruct, the
+# rest → qwen2.5-coder-32b.
+RULES_ROUTING = """\
+name: test-rules
+routes:
+  - name: arabic
+    condition: "language == 'ar'"
+    model: jais-30b-chat
+  - name: french
+    condition: "language == 'fr'"
+    model: magistral-small
+  - name: small-prompts
+    condition: "prompt_tokens < 500"
+    model: llama-3.2-3b-instruct
+default: qwen2.5-coder-32b
+"""
+
 # No request-rate limits (tests of the limits set their own).
 UNLIMITED = """
 [access]
@@ -253,6 +282,27 @@ def sim_requests(sim: Proc) -> list[dict]:
     return httpx.get(f"{sim.url}/_sim/requests").json()
 
 
+def sim_requests_since(sim: Proc, mark: int) -> list[dict]:
+    """The requests the simulator received after `mark` (its `sim_stats(sim)["requests"]` taken
+    earlier). The simulator keeps only its latest 64 requests, so slicing `sim_requests` by a length
+    taken earlier is empty once that log is full; the total count keeps growing."""
+    new = sim_stats(sim)["requests"] - mark
+    return sim_requests(sim)[-new:] if new > 0 else []
+
+
+def raises_anthropic_errors(cases) -> None:
+    """Each `(call, SDK error class, Messages error type)`: the call raises the class, with a body in
+    the Anthropic shape (`{"type": "error", "error": {"type", "message"}, "request_id"}`) whose id
+    is the `request-id` header."""
+    for call, cls, kind in cases:
+        with pytest.raises(cls) as e:
+            call()
+        body = e.value.body
+        assert body["type"] == "error" and body["error"]["type"] == kind, body
+        assert body["error"]["message"] and body["request_id"].startswith("req-"), body
+        assert e.value.response.headers["request-id"] == body["request_id"]
+
+
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = "condition"):
     """Polls `predicate` until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout
@@ -263,6 +313,17 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+
+def journal_entries(admin_client, request_id: str) -> list[dict]:
+    """The journal entries of one request (`POST /v1/activity/logs` as an admin or auditor),
+    waited for: an entry is appended as the answer leaves."""
+    def found():
+        r = admin_client.post("/v1/activity/logs", json={"request_id": request_id})
+        assert r.status_code == 200, r.text
+        return r.json()["data"]
+    return wait_for(found, what=f"the journal entry of {request_id}")
 
 
 def metrics(gateway: Proc, verify=None) -> dict[str, float]:

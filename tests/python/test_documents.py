@@ -167,7 +167,11 @@ class Docs:
         if metadata is not None:
             fields["metadata"] = metadata if isinstance(metadata, str) else json.dumps(metadata)
         ctype = content_type or MIME.get(Path(filename).suffix, "application/octet-stream")
-        return self.http.post("/v1/documents/upload", files={"file": (filename, data, ctype)}, data=fields)
+        # Waiting for ingestion the documented way (`?wait=true`): answered as a synchronous
+        # upload (201 with the document, or the error it failed with). The asynchronous states
+        # are test_ingestion.py's.
+        return self.http.post("/v1/documents/upload", params={"wait": "true"},
+                              files={"file": (filename, data, ctype)}, data=fields)
 
     def ingest(self, filename: str, data: bytes, collection: str | None = None, metadata=None) -> dict:
         r = self.upload(filename, data, collection, metadata)
@@ -244,7 +248,7 @@ def check_record(rec: dict, filename: str, data: bytes, collection: str, kind: s
     else:
         assert rec["pages"] is None, rec
     assert isinstance(rec["chunks"], int) and rec["chunks"] >= 1, rec
-    assert rec["status"] == "ready"
+    assert rec["status"] == "completed"
     assert rec["metadata"] == (metadata or {})
     assert rec["model"] == E5
     assert isinstance(rec["created_at"], int) and abs(rec["created_at"] - time.time()) < 600, rec
@@ -325,10 +329,12 @@ def pii_redact(sim, team_keys, tmp_path_factory):
 
 
 def journal_status(admin: Docs, r: httpx.Response) -> tuple[str, str]:
-    """(action, status) of the one journal entry of the request answered by `r`."""
+    """(action, status) of the one journal entry of the request answered by `r` (a queued
+    upload's completion is an entry of its own under the same request id, issue 44)."""
     found = admin.http.post("/v1/activity/logs", json={"request_id": r.headers["x-audit-trace-id"]})
     assert found.status_code == 200, found.text
-    [entry] = found.json()["data"]
+    completions = ("documents.ingest", "vector_stores.files.ingest")
+    [entry] = [e for e in found.json()["data"] if e["action"] not in completions]
     return entry["action"], entry["status"]
 
 
@@ -403,7 +409,7 @@ def test_a_query_without_a_collection_searches_all_the_teams_collections(api):
 
 def test_admin_may_upload_too(api):
     rec = api["admin"].ingest("admin.txt", b"Admins rotate the backup tapes weekly.\n", collection=new_collection())
-    assert rec["status"] == "ready"
+    assert rec["status"] == "completed"
 
 
 def test_same_bytes_again_is_the_same_document_but_not_across_collections_or_teams(api):
@@ -978,17 +984,22 @@ def test_the_journal_records_uploads_and_queries_without_their_text(api, gw):
     assert up.status_code == 201, up.text
     q = api["member"].query(question, collection=c)
     assert q.status_code == 200, q.text
-    for r, action in ((up, "documents.upload"), (q, "rag.query")):
+    # The upload's entry and its completion's (issue 44: the queue's worker appends it when the
+    # document is stored, under the upload's request id), the query's.
+    for r, actions in ((up, ["documents.ingest", "documents.upload"]), (q, ["rag.query"])):
         request_id = r.headers["x-audit-trace-id"]
         for reader in ("admin", "auditor"):
-            found = api[reader].http.post("/v1/activity/logs", json={"request_id": request_id})
-            assert found.status_code == 200, found.text
-            entries = found.json()["data"]
-            assert len(entries) == 1, entries
-            e = entries[0]
-            assert e["action"] == action and e["status"] == "success" and e["team_id"] == "t1", e
-            dumped = json.dumps(e, ensure_ascii=False)
-            assert doc_word not in dumped and query_word not in dumped and "sediment" not in dumped, e
+            def logged():
+                found = api[reader].http.post("/v1/activity/logs", json={"request_id": request_id})
+                assert found.status_code == 200, found.text
+                data = found.json()["data"]
+                return data if len(data) == len(actions) else None
+            entries = harness.wait_for(logged, what=f"the entries of {request_id}")
+            assert sorted(e["action"] for e in entries) == actions, entries
+            for e in entries:
+                assert e["status"] == "success" and e["team_id"] == "t1", e
+                dumped = json.dumps(e, ensure_ascii=False)
+                assert doc_word not in dumped and query_word not in dumped and "sediment" not in dumped, e
     by_action = api["admin"].http.post("/v1/activity/logs", json={"action": "documents.upload", "limit": 1000})
     assert up.headers["x-audit-trace-id"] in {e["request_id"] for e in by_action.json()["data"]}
     files = [f for f in harness.journal_dir(directory).rglob("*") if f.is_file()]
@@ -1111,10 +1122,11 @@ def test_an_upstream_embedding_model_replaces_the_built_in_one(sim, team_keys, t
         assert result["model"] == "multilingual-e5-small"
         assert result["citations"] and result["citations"][0]["document_id"] == rec["id"]
         assert result["confidence"] == 0.5
-        # The upstream saw the prefixed passages and query.
+        # The upstream saw the prefixed passages (each after its document's title, here the
+        # filename's stem: issue 50's contextual chunk header) and query.
         seen = [q for q in harness.sim_requests(sim) if q.get("path", "").endswith("/embeddings")]
         inputs = [i for q in seen for i in (q.get("body", {}).get("input") or [])]
-        assert any(i.startswith("passage: Customer records") for i in inputs), seen[:2]
+        assert any(i.startswith("passage: policy\nCustomer records") for i in inputs), seen[:2]
         assert any(i.startswith("query: How long") for i in inputs), seen[:2]
         models = docs.http.get("/v1/models").json()
         assert E5 not in {m["id"] for m in models["data"]}

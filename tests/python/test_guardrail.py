@@ -45,13 +45,13 @@ def last_upstream_prompt(sim) -> str:
 
 
 def test_a_card_number_blocks_the_request_with_400_and_the_seed_event(guarded, keys, sim):
-    before = len(harness.sim_requests(sim))
+    before = harness.sim_stats(sim)["requests"]
     r = chat(guarded, keys, "charge my card 4111 1111 1111 1111 please, and mail me at a@example.com")
     assert r.status_code == 400, r.text
     err = r.json()["error"]
     assert err["type"] == "guardrail_violation" and err["code"] == "pii_detected"
     assert "credit_card" in err["message"] and "4111" not in err["message"]
-    assert len(harness.sim_requests(sim)) == before, "a blocked request never reaches a model"
+    assert harness.sim_stats(sim)["requests"] == before, "a blocked request never reaches a model"
     # The journal records it as blocked.
     with httpx.Client(base_url=guarded.url, headers={"Authorization": f"Bearer {keys['admin']}"}) as a:
         logs = a.post("/v1/activity/logs", json={"request_id": r.headers["x-audit-trace-id"]}).json()
@@ -132,18 +132,18 @@ def test_embedding_input_is_checked_before_it_leaves(guarded, keys, sim):
                              input=["write to salem@example.sa", "no personal data here"])
     sent = harness.sim_requests(sim)[-1]["body"]["input"]
     assert sent == ["write to [EMAIL]", "no personal data here"], sent
-    before = len(harness.sim_requests(sim))
+    before = harness.sim_stats(sim)["requests"]
     with pytest.raises(openai.BadRequestError) as e:
         client.embeddings.create(model="multilingual-e5-small", input="card 4111 1111 1111 1111")
     assert e.value.code == "pii_detected"
-    assert len(harness.sim_requests(sim)) == before, "a blocked input never reaches the model"
+    assert harness.sim_stats(sim)["requests"] == before, "a blocked input never reaches the model"
 
 
 def test_token_array_embedding_input_is_decoded_and_checked(guarded, keys, sim):
     """LangChain's OpenAIEmbeddings sends cl100k_base token arrays by default: they are decoded
     and checked; tokens cannot be redacted, so personal data in them is refused."""
     client = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=keys["member"])
-    before = len(harness.sim_requests(sim))
+    before = harness.sim_stats(sim)["requests"]
     # cl100k_base ids (tiktoken-rs; the Python tiktoken fetches its tables at run time):
     # "pay with card 4111 1111 1111 1111" (blocked) and "mail salem@example.sa the report"
     # (redacted, which tokens cannot be).
@@ -153,7 +153,7 @@ def test_token_array_embedding_input_is_decoded_and_checked(guarded, keys, sim):
         with pytest.raises(openai.BadRequestError) as e:
             client.embeddings.create(model="multilingual-e5-small", input=[tokens])
         assert e.value.code == "pii_detected", e.value.body
-    assert len(harness.sim_requests(sim)) == before
+    assert harness.sim_stats(sim)["requests"] == before
     ok = client.embeddings.create(model="multilingual-e5-small", input=[[1820, 51534, 1934]])
     assert len(ok.data) == 1
 
@@ -288,7 +288,7 @@ def large_prompt(size: int, needle: str) -> str:
 
 
 def test_a_3_5_mb_arabic_and_english_prompt_with_a_card_number_is_blocked_not_timed_out(guarded, keys, sim):
-    before = len(harness.sim_requests(sim))
+    before = harness.sim_stats(sim)["requests"]
     prompt = large_prompt(3_500_000, "ادفع بالبطاقة 4111 1111 1111 1111 اليوم")
     assert 3_400_000 < len(prompt.encode()) < 4 << 20
     r = chat(guarded, keys, prompt, model="qwen2.5-coder-32b")
@@ -296,7 +296,7 @@ def test_a_3_5_mb_arabic_and_english_prompt_with_a_card_number_is_blocked_not_ti
     err = r.json()["error"]
     assert (err["type"], err["code"]) == ("guardrail_violation", "pii_detected"), err
     assert "credit_card" in err["message"]
-    assert len(harness.sim_requests(sim)) == before
+    assert harness.sim_stats(sim)["requests"] == before
 
 
 def test_a_3_5_mb_prompt_with_an_email_is_redacted_and_sent(guarded, keys, sim):
@@ -317,13 +317,13 @@ def scan_capped(sim, gateway_factory, tmp_path):
 
 
 def test_more_text_than_the_guardrail_scans_is_a_clear_413(scan_capped, keys, sim):
-    before = len(harness.sim_requests(sim))
+    before = harness.sim_stats(sim)["requests"]
     r = chat(scan_capped, keys, large_prompt(1_500_000, "nothing personal"), model="qwen2.5-coder-32b")
     assert r.status_code == 413, r.text[:500]
     err = r.json()["error"]
     assert (err["type"], err["code"]) == ("invalid_request_error", "too_large_to_scan"), err
     assert "max_scanned_mib" in err["message"]
-    assert len(harness.sim_requests(sim)) == before
+    assert harness.sim_stats(sim)["requests"] == before
     # Just under the cap is checked and passes.
     r = chat(scan_capped, keys, large_prompt(900_000, "nothing personal"), model="qwen2.5-coder-32b")
     assert r.status_code == 200, r.text[:500]

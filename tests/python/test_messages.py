@@ -18,14 +18,11 @@ import httpx
 import pytest
 
 import harness
+from messages_stream import check_stream, raw_events
 
 EN = "llama-3.2-3b-instruct"  # sa-riyadh-1
 REGION = harness.REGION
-SETTINGS = json.dumps({"default": "redact", "entities": {"credit_card": "block"}})
-CARD = "4111 1111 1111 1111"
-WEATHER = {"name": "get_weather", "description": "Current weather in a city.",
-           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
-                            "required": ["city"]}}
+SETTINGS, CARD, WEATHER = harness.GUARD_CARDS_BLOCKED, harness.CARD, harness.WEATHER_TOOL
 
 
 answer = harness.english_answer
@@ -46,77 +43,6 @@ def gateway(sim, keys, tmp_path_factory):
     p.kill()
 
 
-@pytest.fixture
-def claude(gateway, keys):
-    """The official SDK as a coding agent configures it: base URL and key (sent as x-api-key)."""
-    return anthropic.Anthropic(base_url=gateway.url, api_key=keys["member"], max_retries=0, timeout=20)
-
-
-@pytest.fixture
-def admin(gateway, keys):
-    with httpx.Client(base_url=gateway.url, headers={"Authorization": f"Bearer {keys['admin']}"},
-                      timeout=20) as c:
-        yield c
-
-
-def check_stream(events: list[tuple[str, dict]]) -> dict:
-    """The stream rules clients depend on; returns the blocks as the client rebuilds them."""
-    names = [e for e, _ in events]
-    assert names.count("message_start") == 1 and names[0] == "message_start", names
-    assert events[0][1]["message"]["usage"]["input_tokens"] > 0, "message_start with zero usage"
-    for name, data in events:
-        assert data["type"] == name, (name, data)
-    open_index, next_index, blocks = None, 0, {}
-    for name, data in events:
-        if name == "content_block_start":
-            assert open_index is None, "a block started inside another"
-            assert data["index"] == next_index, data
-            open_index, next_index = data["index"], next_index + 1
-            blocks[open_index] = {**data["content_block"], "partial": ""}
-        elif name == "content_block_delta":
-            assert data["index"] == open_index, "a delta outside its open block"
-            d = data["delta"]
-            block = blocks[open_index]
-            if d["type"] == "text_delta":
-                assert block["type"] == "text"
-                block["text"] += d["text"]
-            elif d["type"] == "input_json_delta":
-                assert block["type"] == "tool_use"
-                block["partial"] += d["partial_json"]
-            elif d["type"] == "thinking_delta":
-                assert block["type"] == "thinking"
-                block["thinking"] += d["thinking"]
-            elif d["type"] == "signature_delta":
-                block["signature"] = d["signature"]
-        elif name == "content_block_stop":
-            assert data["index"] == open_index, data
-            block = blocks[open_index]
-            if block["type"] == "tool_use" and block["partial"]:
-                block["input"] = json.loads(block["partial"])
-                assert block["input"] != {}, "streamed arguments ended as {}"
-            if block["type"] == "thinking":
-                assert block.get("signature"), "a thinking block without its signature"
-            open_index = None
-    assert open_index is None, "a block never stopped"
-    if "error" not in names:
-        delta = names.index("message_delta")
-        assert names[delta + 1:] == ["message_stop"], names
-        assert events[delta][1]["delta"]["stop_reason"] is not None
-    return {"blocks": [blocks[i] for i in sorted(blocks)],
-            "delta": next((d for n, d in events if n == "message_delta"), None)}
-
-
-def raw_events(http_client: httpx.Client, body: dict, headers: dict) -> list[tuple[str, dict]]:
-    events, name = [], None
-    with http_client.stream("POST", "/v1/messages", json=body, headers=headers) as r:
-        assert r.status_code == 200, r.read()
-        assert r.headers["content-type"].startswith("text/event-stream")
-        for line in r.iter_lines():
-            if line.startswith("event: "):
-                name = line[len("event: "):]
-            elif line.startswith("data: "):
-                events.append((name, json.loads(line[len("data: "):])))
-    return events
 
 
 # --- A message, plain and streamed ---------------------------------------------------------------
@@ -179,6 +105,37 @@ def test_a_tool_round_trip_gives_tool_use_with_its_input_then_the_result_is_answ
     assert told["delta"]["delta"]["stop_reason"] == "tool_use"
 
 
+def test_reasoning_and_fragmented_tool_arguments_from_a_chat_stream_keep_the_block_rules(claude, http, sim):
+    """The chat stream peers broke on: `reasoning_content` deltas before the answer and tool-call
+    arguments in many small deltas. The reasoning is its own signed thinking block, closed before
+    the tool block; the fragments concatenate to the tool input, never `{}`."""
+    harness.sim_set(sim, EN, reasoning=True, fragment_tool_arguments=True)
+    body = {"model": EN, "max_tokens": 200, "stream": True, "tools": [WEATHER],
+            "messages": [{"role": "user", "content": "Weather in Jeddah?"}]}
+    told = check_stream(raw_events(http, body, {}))
+    assert [b["type"] for b in told["blocks"]] == ["thinking", "tool_use"]
+    thinking, call = told["blocks"]
+    assert EN in thinking["thinking"] and thinking["signature"].startswith("sovereign:")
+    assert call["input"] == {"text": answer(EN, "Weather in Jeddah?")}
+    # The arguments came in many deltas, and reached the client as many fragments.
+    assert harness.sim_requests(sim)[-1]["path"] == "/v1/chat/completions"
+    assert call["fragments"] > 1, call
+    # The whole answer and the stream helper agree.
+    whole = claude.messages.create(model=EN, max_tokens=200, tools=[WEATHER],
+                                   messages=[{"role": "user", "content": "Weather in Jeddah?"}])
+    assert [b.type for b in whole.content] == ["thinking", "tool_use"]
+    assert whole.content[0].thinking == thinking["thinking"] and whole.content[1].input == call["input"]
+    with claude.messages.stream(model=EN, max_tokens=200,
+                                messages=[{"role": "user", "content": "Think first."}]) as s:
+        final = s.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "text"]
+    assert final.content[1].text == answer(EN, "Think first.")
+    told = check_stream(raw_events(http, {"model": EN, "max_tokens": 200, "stream": True,
+                                          "messages": [{"role": "user", "content": "Think first."}]}, {}))
+    assert [b["type"] for b in told["blocks"]] == ["thinking", "text"]
+    assert told["blocks"][0]["signature"] == final.content[0].signature
+
+
 def test_fields_clients_keep_adding_are_accepted_and_bearer_auth_works(gateway, keys, sim):
     body = {"model": EN, "max_tokens": 50,
             "system": [{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}],
@@ -213,13 +170,7 @@ def test_errors_from_every_layer_come_in_the_anthropic_shape_with_the_sdk_classe
             {"role": "user", "content": [{"type": "video", "source": {}}]}]),
          anthropic.BadRequestError, "invalid_request_error"),
     ]
-    for call, cls, kind in cases:
-        with pytest.raises(cls) as e:
-            call()
-        body = e.value.body
-        assert body["type"] == "error" and body["error"]["type"] == kind, body
-        assert body["error"]["message"] and body["request_id"].startswith("req-"), body
-        assert e.value.response.headers["request-id"] == body["request_id"]
+    harness.raises_anthropic_errors(cases)
     r = httpx.post(f"{gateway.url}/v1/messages", content=b"{", timeout=10,
                    headers={"x-api-key": claude.api_key, "content-type": "application/json"})
     assert r.status_code == 400 and r.json()["type"] == "error", r.text
@@ -258,12 +209,62 @@ def test_the_journal_names_the_operation_messages_create(claude, admin):
     m = raw.parse()
     request_id = raw.headers["request-id"]
 
-    def found():
-        r = admin.post("/v1/activity/logs", json={"request_id": request_id})
-        assert r.status_code == 200, r.text
-        return r.json()["data"]
-    entries = harness.wait_for(found, what=f"the journal entry of {request_id}")
+    entries = harness.journal_entries(admin, request_id)
     e = entries[0]
     assert e["action"] == "messages.create" and e["status"] == "success" and e["auth"] == "key"
     assert e["model"] == EN and e["actor_id"] == "alice"
     assert (e["prompt_tokens"], e["completion_tokens"]) == (m.usage.input_tokens, m.usage.output_tokens)
+
+
+def test_the_guardrail_redacts_reasoning_whole_and_streamed_on_messages_and_chat(claude, http, sim):
+    """What a model thinks reaches the client too (a thinking block, `reasoning_content`): the
+    output stage checks it like the answer. The simulated model thinks its fixed answer through
+    first, so the e-mail address is in its reasoning and its text."""
+    harness.sim_set(sim, EN, reasoning=True)
+    harness.sim_reply(sim, EN, "Write to salem@example.sa today")
+    question = [{"role": "user", "content": "Whom do I write to?"}]
+    try:
+        whole = claude.messages.create(model=EN, max_tokens=200, messages=question)
+        assert [b.type for b in whole.content] == ["thinking", "text"]
+        for said in (whole.content[0].thinking, whole.content[1].text):
+            assert "salem@example.sa" not in said and "[EMAIL]" in said, said
+        told = check_stream(raw_events(http, {"model": EN, "max_tokens": 200, "stream": True,
+                                              "messages": question}, {}))
+        thinking, text = told["blocks"]
+        assert "salem@example.sa" not in thinking["thinking"] and "[EMAIL]" in thinking["thinking"]
+        assert thinking["signature"].startswith("sovereign:")
+        assert "salem@example.sa" not in text["text"] and "[EMAIL]" in text["text"]
+        # Chat completions: `reasoning_content`, whole and streamed.
+        r = http.post("/v1/chat/completions", json={"model": EN, "messages": question})
+        assert r.status_code == 200, r.text
+        reasoning = r.json()["choices"][0]["message"]["reasoning_content"]
+        assert "salem@example.sa" not in reasoning and "[EMAIL]" in reasoning, reasoning
+        streamed = ""
+        with http.stream("POST", "/v1/chat/completions",
+                         json={"model": EN, "messages": question, "stream": True}) as s:
+            for line in s.iter_lines():
+                if line.startswith("data: {"):
+                    delta = json.loads(line[6:])["choices"][0]["delta"] if json.loads(line[6:])["choices"] else {}
+                    streamed += delta.get("reasoning_content") or ""
+        assert "salem@example.sa" not in streamed and "[EMAIL]" in streamed, streamed
+    finally:
+        harness.sim_reply(sim, EN, None)
+
+
+def test_a_card_in_the_reasoning_blocks_the_answer_whole_and_streamed(claude, http, sim):
+    harness.sim_set(sim, EN, reasoning=True)
+    harness.sim_reply(sim, EN, f"Pay with {CARD}")
+    question = [{"role": "user", "content": "How do I pay?"}]
+    try:
+        with pytest.raises(anthropic.APIStatusError) as e:
+            claude.messages.create(model=EN, max_tokens=200, messages=question)
+        assert "credit_card" in e.value.body["error"]["message"], e.value.body
+        events = raw_events(http, {"model": EN, "max_tokens": 200, "stream": True,
+                                   "messages": question}, {})
+        check_stream(events)
+        assert events[-1][0] == "error", events[-3:]
+        said = "".join(d["delta"].get("thinking", "") + d["delta"].get("text", "")
+                       for n, d in events if n == "content_block_delta")
+        assert CARD not in said and CARD.replace(" ", "") not in said, said
+    finally:
+        harness.sim_reply(sim, EN, None)

@@ -24,6 +24,7 @@ import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -303,6 +304,36 @@ def test_client_going_away_stops_the_real_generation(real_gateway, real_client, 
     # The single-context upstream is free again at once.
     answer = real_client.chat.completions.create(model=CHAT_ID, messages=QUESTION, max_tokens=8, temperature=0)
     assert answer.choices[0].message.content.strip()
+
+
+# Six repetitions each: prose, code and Arabic, the cases docs/MESSAGES.md measured ("Counting
+# tokens"); code right after prose is where a ratio learned on prose alone fell short.
+COUNTED_TEXTS = {
+    "english": ("The gateway routes each request to a model inside the caller's residency boundary, "
+                "checks the prompt with the guardrail and records a journal entry. ") * 6,
+    "code": ("fn route(call: &Call, facts: &RouteFacts) -> Result<Routed, ApiError> {\n"
+             "    let boundary = call.boundary(sensitive);\n"
+             "    Ok(Routed { route, sensitive })\n}\n") * 6,
+    "arabic": ("تقوم البوابة بتوجيه كل طلب إلى نموذج داخل حدود الإقامة الخاصة بالمتصل، "
+               "وتفحص النص باستخدام الحماية. ") * 6,
+}
+
+
+def test_count_tokens_never_under_counts_the_real_tokenizer(real_gateway):
+    """`/v1/messages/count_tokens` (issue 45) on a model with no tokenizer to ask: the gateway's
+    estimate, against what SmolLM2's own tokenizer and chat template bill — before the model was
+    billed for that kind of text (the prior, or a ratio learned on another) and after."""
+    claude = anthropic.Anthropic(base_url=real_gateway.url, api_key=real_gateway.secret, max_retries=0,
+                                 timeout=60)
+    for name, text in COUNTED_TEXTS.items():
+        kwargs = dict(system="Be brief.", messages=[{"role": "user", "content": text}])
+        raw = claude.messages.with_raw_response.count_tokens(model=CHAT_ID, **kwargs)
+        assert raw.headers["x-sovereign-token-count"] == "estimated"
+        before = raw.parse().input_tokens
+        billed = claude.messages.create(model=CHAT_ID, max_tokens=1, **kwargs).usage.input_tokens
+        after = claude.messages.count_tokens(model=CHAT_ID, **kwargs).input_tokens
+        print(f"count_tokens {name}: estimated {before} before, {after} after; billed {billed}")
+        assert before >= billed and after >= billed, (name, before, billed, after)
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

@@ -550,7 +550,7 @@ def test_a_document_uploaded_on_one_replica_is_cited_by_the_other_until_deleted_
         return {c["document_id"] for c in r.json()["citations"]}
 
     try:
-        up = httpx.post(f"{a_.url}/v1/documents/upload", headers=auth, timeout=120,
+        up = httpx.post(f"{a_.url}/v1/documents/upload", headers=auth, timeout=120, params={"wait": "true"},
                         files={"file": ("retention.txt", text, "text/plain")}, data={"collection": "policies"})
         assert up.status_code == 201, up.text
         doc = up.json()["id"]
@@ -752,3 +752,36 @@ def test_any_replica_proves_any_replicas_entries_in_that_replicas_own_log(sim, k
             assert a.get("/v1/activity/checkpoint", params={"replica": "nobody"}).status_code == 404
     finally:
         stop_all(replicas)
+
+
+def test_a_replica_killed_mid_ingestion_leaves_its_job_to_the_other(sim, keys, pg, redis_server, tmp_path):
+    """Issue 44: replica A claims a long upload and is SIGKILLed mid-job; once its lease lapses
+    (`[documents] ingest_lease_ms`, short here so the test does not wait long) replica B claims
+    the job and completes it: the chunk count A's extraction reported, every chunk under the id
+    its document and ordinal derive, searchable on both sides of the store."""
+    from test_ingestion import Docs, chunks_by_ordinal, long_text, new_collection
+
+    extra = "\n[documents]\ningest_lease_ms = 2000\nconcurrent_ingests = 1\n"
+    [a_] = start_replicas(sim, keys, pg, redis_server, tmp_path, "takeover", n=1, extra=extra)
+    b_ = None
+    try:
+        docs_a = Docs(a_, keys["member"])
+        c = new_collection()
+        r = docs_a.upload("long.txt", long_text(160, "takeover"), c)
+        assert r.status_code == 202, r.text
+        doc_id = r.json()["id"]
+        # A (alone) claims it and gets through some of it.
+        harness.wait_for(lambda: docs_a.get(doc_id)["progress"]["chunks_done"] > 0, timeout=180,
+                         what="replica A embedding the first window")
+        mid = docs_a.get(doc_id)
+        assert mid["status"] == "in_progress" and mid["progress"]["chunks_done"] < mid["progress"]["chunks"], mid
+        [b_] = start_replicas(sim, keys, pg, redis_server, tmp_path, "takeover", n=1, extra=extra, first=1)
+        a_.kill()  # SIGKILL: the lease still names A, which will never renew it
+        docs_b = Docs(b_, keys["member"])
+        final = docs_b.poll(doc_id)[-1]
+        assert final["status"] == "completed", final
+        assert final["chunks"] == mid["progress"]["chunks"] == final["progress"]["chunks_done"], final
+        cited = chunks_by_ordinal(docs_b, doc_id, c, final["chunks"])
+        assert len(cited) >= 10, cited.keys()
+    finally:
+        stop_all([p for p in (a_, b_) if p is not None])

@@ -8,20 +8,7 @@ import pytest
 
 import harness
 
-ROUTING = """\
-name: test-rules
-routes:
-  - name: arabic
-    condition: "language == 'ar'"
-    model: jais-30b-chat
-  - name: french
-    condition: "language == 'fr'"
-    model: magistral-small
-  - name: small-prompts
-    condition: "prompt_tokens < 500"
-    model: llama-3.2-3b-instruct
-default: qwen2.5-coder-32b
-"""
+ROUTING = harness.RULES_ROUTING
 
 LONG_ENGLISH = " ".join(["The quarterly report covers revenue, costs and hiring plans."] * 80)
 

@@ -9,6 +9,9 @@
 //!    plan and a team budget (limits on, never reached), the Wasm rules router (`auto-router`,
 //!    the demo's routing document), the Wasm PII guardrail (the demo's settings), the durable
 //!    journal;
+//!    then the same load through `POST /v1/messages` on that same gateway process (`messages.rs`:
+//!    the Anthropic SDKs' request, `x-api-key`), whose ratio to the chat row is the Messages
+//!    dialect's cost (issue 45: within 10%);
 //! 3. Sovereign with none: still a key (authentication cannot be turned off), an explicit model,
 //!    no guardrail, journal off;
 //! 4. litellm-rs's gateway, a Rust peer (crates.io; the issue's TensorZero does not install from
@@ -18,9 +21,12 @@
 //! Every target must first answer 200 with a chat completion (a gateway answering errors fast
 //! must not look fast); one that cannot be installed, started or probed is a row with the reason.
 //! Then a warm-up and the measured run; non-200 answers during it are counted. One table (req/s,
-//! p50, p99, Sovereign's req/s over each row's), then one JSON line. See bench/README.md, "Peers".
+//! p50, p99, Sovereign's req/s over each row's), the Messages row against the chat row, the
+//! Messages translation's own cost per request (timed in-process, `messages.rs`), then one JSON
+//! line. See bench/README.md, "Peers".
 
 mod install;
+mod messages;
 mod nginx;
 mod probe;
 mod report;
@@ -131,6 +137,9 @@ pub struct PeersArgs {
     /// Keep the temporary directory (configs, logs) after a run without failed rows too.
     #[arg(long)]
     keep_logs: bool,
+    /// Iterations of the in-process timing of the Messages translation (0: not timed).
+    #[arg(long, default_value_t = 20_000)]
+    translation_iterations: u32,
     /// RUST_LOG for the stub and the gateways.
     #[arg(long, default_value = "info")]
     server_log: String,
@@ -148,6 +157,8 @@ pub enum PeerName {
 enum Which {
     Direct,
     SovereignAll,
+    /// The all-policies gateway again, on `/v1/messages`.
+    SovereignMessages,
     SovereignNone,
     LitellmRs,
     Portkey,
@@ -155,9 +166,10 @@ enum Which {
 }
 
 impl Which {
-    const ALL: [Which; 6] = [
+    const ALL: [Which; 7] = [
         Which::Direct,
         Which::SovereignAll,
+        Which::SovereignMessages,
         Which::SovereignNone,
         Which::LitellmRs,
         Which::Portkey,
@@ -168,6 +180,7 @@ impl Which {
         match self {
             Which::Direct => "upstream (direct)",
             Which::SovereignAll => "sovereign, all policies",
+            Which::SovereignMessages => "sovereign, all, Messages",
             Which::SovereignNone => "sovereign, no policies",
             Which::LitellmRs => "litellm-rs (Rust)",
             Which::Portkey => "portkey gateway",
@@ -179,7 +192,7 @@ impl Which {
     fn version(self, upstream: &str) -> &str {
         match self {
             Which::Direct => upstream,
-            Which::SovereignAll | Which::SovereignNone => "this build",
+            Which::SovereignAll | Which::SovereignMessages | Which::SovereignNone => "this build",
             Which::LitellmRs => install::LITELLM_RS_VERSION,
             Which::Portkey => install::PORTKEY_VERSION,
             Which::Litellm => install::LITELLM_VERSION,
@@ -198,9 +211,11 @@ impl Which {
     /// How long a started target may take to answer its first request.
     fn ready_within(self) -> Duration {
         match self {
-            Which::Direct | Which::SovereignAll | Which::SovereignNone | Which::LitellmRs => {
-                Duration::from_secs(10)
-            }
+            Which::Direct
+            | Which::SovereignAll
+            | Which::SovereignMessages
+            | Which::SovereignNone
+            | Which::LitellmRs => Duration::from_secs(10),
             Which::Portkey => Duration::from_secs(60),
             Which::Litellm => Duration::from_secs(180),
         }
@@ -383,15 +398,39 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
     let client = load::client(args.connections)?;
     let load_start = servers::loadavg().unwrap_or(-1.0);
     let mut rows = Vec::new();
+    // The all-policies gateway stays up after its row for the Messages row (the same process).
+    let mut all_gateway: Option<Running> = None;
     for which in Which::ALL {
         if which.skipped(&args.skip) {
             continue;
         }
-        let outcome = match start(&shared, which) {
+        let kept = if which == Which::SovereignMessages {
+            all_gateway.take()
+        } else {
+            None
+        };
+        let started = match kept {
+            Some(Running::Gateway(gw)) => messages::target(
+                which.name(),
+                &gw.url,
+                &shared.secret,
+                "auto-router",
+                args.max_tokens,
+            )
+            .map(|t| (Running::Gateway(gw), t)),
+            _ => start(&shared, which),
+        };
+        let outcome = match started {
             Err(e) => Err(format!("did not start: {e:#}")),
-            Ok((mut running, target)) => rt
-                .block_on(measure(&shared, &client, which, &mut running, &target))
-                .map_err(|e| format!("{e:#}")),
+            Ok((mut running, target)) => {
+                let measured = rt
+                    .block_on(measure(&shared, &client, which, &mut running, &target))
+                    .map_err(|e| format!("{e:#}"));
+                if which == Which::SovereignAll {
+                    all_gateway = Some(running);
+                }
+                measured
+            }
         };
         match &outcome {
             Ok(m) => println!(
@@ -406,20 +445,23 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<()> {
         }
         rows.push(Row { which, outcome });
     }
+    drop(all_gateway);
     rt.shutdown_timeout(Duration::from_secs(1));
     let load_end = servers::loadavg().unwrap_or(-1.0);
 
     let upstream = shared.upstream.label();
     report::table(&rows, upstream, (load_start, load_end));
-    println!(
-        "{}",
-        serde_json::to_string(&report::summary(
-            args,
-            upstream,
-            &rows,
-            (load_start, load_end)
-        ))?
-    );
+    let versus = report::messages_versus_chat(&rows);
+    let translation = if args.translation_iterations > 0 {
+        println!();
+        messages::print_translation_cost(args.translation_iterations)?
+    } else {
+        Value::Null
+    };
+    let mut summary = report::summary(args, upstream, &rows, (load_start, load_end));
+    summary["messages_vs_chat"] = versus;
+    summary["messages_translation"] = translation;
+    println!("{}", serde_json::to_string(&summary)?);
     let failed = rows.iter().any(|r| r.outcome.is_err());
     if failed || args.keep_logs {
         println!("configs and logs kept in {}", dir.display());
@@ -453,6 +495,18 @@ fn start(s: &Shared, which: Which) -> anyhow::Result<(Running, Target)> {
     let bearer = Some(format!("Bearer {}", s.secret));
     Ok(match which {
         Which::Direct => (Running::Upstream, target(s.upstream.url(), None, MODEL)?),
+        Which::SovereignMessages => {
+            // Only when the all-policies row did not leave its gateway running (`run`).
+            let gw = start_gateway(s, true)?;
+            let t = messages::target(
+                which.name(),
+                &gw.url,
+                &s.secret,
+                "auto-router",
+                s.args.max_tokens,
+            )?;
+            (Running::Gateway(gw), t)
+        }
         Which::SovereignAll | Which::SovereignNone => {
             let all = which == Which::SovereignAll;
             let gw = start_gateway(s, all)?;
@@ -552,8 +606,13 @@ async fn measure(
     target: &Target,
 ) -> anyhow::Result<Measured> {
     let probe = probe::ready(client, target, running, which.ready_within()).await?;
-    let base = target.uri.to_string().replace("/v1/chat/completions", "");
-    if which == Which::SovereignAll {
+    let base = target
+        .uri
+        .to_string()
+        .replace("/v1/chat/completions", "")
+        .replace(messages::PATH, "");
+    let all = matches!(which, Which::SovereignAll | Which::SovereignMessages);
+    if all {
         probe::admin(
             client,
             &s.admin_secret,
@@ -602,7 +661,7 @@ async fn measure(
     let tally = phase(s.args.duration).await?;
     let after = Cpu::now(running.pid(), s.upstream.pid());
     running.check_alive()?;
-    let checks = if which == Which::SovereignAll {
+    let checks = if all {
         let team = probe::admin(
             client,
             &s.admin_secret,

@@ -1,5 +1,6 @@
 //! Asking a target whether it really serves: its first chat completion (readiness is a 200 with a
-//! chat completion in it, not an open port), the guardrail's refusal of a card number, and the
+//! chat completion in it, not an open port; a `message` on the Messages row), the guardrail's
+//! refusal of a card number, and the
 //! admin API calls that give Sovereign's team its budget and read its spend afterwards.
 
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::Request;
 use serde_json::{Value, json};
 
-use super::Running;
+use super::{Running, messages};
 use crate::load::{HttpClient, Target};
 
 /// Sends the target's request until it answers 200 with a chat completion; fails when the
@@ -23,17 +24,30 @@ pub(super) async fn ready(
 ) -> anyhow::Result<String> {
     let start = Instant::now();
     let mut answering_since: Option<Instant> = None;
+    let is_messages = target.uri.path() == messages::PATH;
+    let shape = if is_messages {
+        "message"
+    } else {
+        "chat.completion"
+    };
+    let recognise = |json: &Value| {
+        if is_messages {
+            messages::message(json)
+        } else {
+            chat_completion(json)
+        }
+    };
     loop {
         running.check_alive()?;
         let (answered, why) = match exchange(client, target.request()?).await {
-            Ok((200, headers, json)) => match chat_completion(&json) {
+            Ok((200, headers, json)) => match recognise(&json) {
                 Ok(model) => {
                     let route = headers
                         .get("x-route-policy")
                         .and_then(|v| v.to_str().ok())
                         .map(|p| format!(", X-Route-Policy {p}"))
                         .unwrap_or_default();
-                    return Ok(format!("200 chat.completion from {model}{route}"));
+                    return Ok(format!("200 {shape} from {model}{route}"));
                 }
                 Err(e) => (true, e),
             },
@@ -48,7 +62,7 @@ pub(super) async fn ready(
         };
         if start.elapsed() >= within || wrong_for >= Duration::from_secs(10) {
             bail!(
-                "no chat completion after {:.0} s; last: {why}",
+                "no {shape} after {:.0} s; last: {why}",
                 start.elapsed().as_secs_f64()
             );
         }
@@ -71,6 +85,7 @@ pub(super) fn chat_completion(json: &Value) -> Result<String, String> {
 /// The all-policies gateway refuses a card number (the guardrail is on the path).
 pub(super) async fn pii_refused(client: &HttpClient, target: &Target) -> anyhow::Result<()> {
     let mut card = target.clone();
+    // The same body on both routes: `max_tokens` and a string content are valid in both shapes.
     card.body = Bytes::from(serde_json::to_vec(&json!({
         "model": "auto-router",
         "messages": [{"role": "user", "content": "my card is 4111 1111 1111 1111"}],
@@ -78,6 +93,7 @@ pub(super) async fn pii_refused(client: &HttpClient, target: &Target) -> anyhow:
     }))?);
     match exchange(client, card.request()?).await {
         Ok((400, _, json)) if json.pointer("/error/code") == Some(&json!("pii_detected")) => Ok(()),
+        Ok((400, _, json)) if messages::refused(&json) => Ok(()),
         Ok((status, _, json)) => bail!("the guardrail let a card number through: {status} {json}"),
         Err(e) => bail!("checking the guardrail: {e}"),
     }

@@ -1,10 +1,44 @@
 //! The run's results: one table for people (req/s, p50, p99, Sovereign's req/s over each row's,
-//! how busy the rest of the machine was) and one JSON line for scripts.
+//! how busy the rest of the machine was), the Messages row against the chat row, and one JSON
+//! line for scripts.
 
 use serde_json::{Value, json};
 
-use super::{PeersArgs, Row, Which};
+use super::{PeersArgs, Row, Which, messages};
 use crate::round3;
+
+/// `/v1/messages` against `/v1/chat/completions` on the same all-policies gateway: printed, and
+/// returned for the JSON line (null when either row was not measured).
+pub(super) fn messages_versus_chat(rows: &[Row]) -> Value {
+    let figures = |which| {
+        rows.iter()
+            .find(|r| r.which == which)
+            .and_then(|r| r.outcome.as_ref().ok())
+            .map(|m| (m.tally.rps, m.tally.p50_ms))
+    };
+    let (Some(chat), Some(msgs)) = (
+        figures(Which::SovereignAll),
+        figures(Which::SovereignMessages),
+    ) else {
+        return Value::Null;
+    };
+    let v = messages::versus_chat(chat, msgs);
+    println!(
+        "Messages vs chat completions, all policies, same gateway: {:.0} vs {:.0} req/s \
+         (chat ÷ Messages {:.3}x, goal ≤ {:.2}x: {}), p50 {:+.3} ms",
+        msgs.0,
+        chat.0,
+        v["chat_over_messages"].as_f64().unwrap_or(f64::NAN),
+        1.0 + messages::GOAL_OVERHEAD,
+        if v["within_goal"] == true {
+            "met"
+        } else {
+            "NOT MET"
+        },
+        v["p50_ms_added"].as_f64().unwrap_or(f64::NAN),
+    );
+    v
+}
 
 fn rps(rows: &[Row], which: Which) -> Option<f64> {
     rows.iter()

@@ -149,6 +149,11 @@ export interface DocumentUploadParams {
    * `upload`: no extension, so the gateway goes by the bytes).
    */
   filename?: string;
+  /**
+   * Wait until the document is searchable (default `true`: `?wait=true`, at most 300 s on the
+   * gateway); `false` answers at once with the document `in_progress` (poll `retrieve`).
+   */
+  wait?: boolean;
 }
 
 export type Uploadable =

@@ -381,12 +381,19 @@ export class Documents extends Resource {
    * @param file a path, a Blob/File, bytes, or a readable stream
    */
   async upload(file, params = {}, options = {}) {
-    const { collection, metadata, filename } = params;
+    const { collection, metadata, filename, wait = true } = params;
     const form = new FormData();
     form.append('file', await toUploadFile(file, filename));
     if (collection != null) form.append('collection', collection);
     if (metadata != null) form.append('metadata', typeof metadata === 'string' ? metadata : JSON.stringify(metadata));
-    return this._client.post('/documents/upload', { body: form, ...options, [NON_IDEMPOTENT]: true });
+    // Waits until the document is searchable (`?wait=true`, at most 300 s on the gateway) unless
+    // `wait: false`, which answers at once with the document `in_progress` (poll `retrieve`).
+    return this._client.post('/documents/upload', {
+      body: form,
+      query: { wait: wait ? 'true' : 'false' },
+      ...options,
+      [NON_IDEMPOTENT]: true,
+    });
   }
 
   /** `{object: "list", data, …}`; query `collection`, `limit`, `after`. */

@@ -26,7 +26,7 @@ def test_documents_upload_list_get_query_delete(member: Sovereign):
     except ServiceUnavailableError as e:
         pytest.skip(f"documents need the model files (scripts/setup-models): {e.message}")
     assert isinstance(doc, Document) and doc.filename == "ar_harfbuzz.pdf" and doc.pages == 2
-    assert doc.collection == collection and doc.status == "ready"
+    assert doc.collection == collection and doc.status == "completed"
 
     page = member.documents.list(collection=collection)
     assert [d.id for d in page] == [doc.id]

@@ -19,7 +19,7 @@ function uploadForm(refresh) {
       fd.append('file', form.elements.file.files[0]);
       if (v.collection) fd.append('collection', v.collection);
       if (v.metadata) fd.append('metadata', v.metadata);
-      const doc = await call('POST', '/v1/documents/upload', { form: fd });
+      const doc = await call('POST', '/v1/documents/upload?wait=true', { form: fd });
       form.reset();
       show(out, notice('ok', [text(doc.filename), ` uploaded: ${doc.chunks} chunks in ${doc.collection}.`]));
       refresh();

@@ -1,5 +1,6 @@
 // Teams and keys (admin): create a team and a key (the secret shown once), rotate, revoke
-// (immediate), expiry, IP allow-list, role, limits; usage per key.
+// (immediate), expiry, IP allow-list, role, limits (changed in place); keys searched by name, id
+// or prefix and paged; usage per key.
 
 import { get, patch, post } from '../api.js';
 import { badge, busy, dangerButton, h, instant, money, notice, num, secretBox, show, table, text, time, values } from '../ui.js';
@@ -84,16 +85,38 @@ function keyForm(teams, secretSlot, onDone, selectedTeam) {
   return h('section.card', h('h2', 'New key'), form, out);
 }
 
+// Keys per page of the keys table.
+const PAGE = 20;
+
+/** `group_by=key` rows: one per key. */
 function usageByKey(rows) {
-  const by = new Map();
-  for (const r of rows) {
-    const u = by.get(r.key_id) || { requests: 0, tokens: 0, spend: 0 };
-    u.requests += r.requests;
-    u.tokens += r.tokens_in + r.tokens_out;
-    u.spend += r.spend;
-    by.set(r.key_id, u);
-  }
-  return by;
+  return new Map(rows.map((r) => [r.key_id, { requests: r.requests, tokens: r.tokens_in + r.tokens_out, spend: r.spend }]));
+}
+
+/** A key's limits changed in place (`PATCH /v1/admin/keys/{id}`): an empty field clears the
+ * limit (the plan's requests/min and tokens/day; no key budget). */
+function limitsForm(k, slot, status, refresh) {
+  const field = (name, label, value, attrs) => h('label', label, h('input', { name, type: 'number', value: value ?? '', placeholder: 'none', ...attrs }));
+  const form = h('form.inline#key-limits-form', { 'data-key': k.id },
+    h('strong', 'Limits of ', text(k.name ?? k.id)),
+    field('rpm', 'Requests / min', k.rpm, { min: '1' }),
+    field('tpd', 'Tokens / day', k.tpd, { min: '1' }),
+    field('budget', 'Budget', k.budget, { min: '0', step: 'any' }),
+    h('button#save-key-limits', { type: 'submit' }, 'Save limits'),
+    h('button.secondary', { type: 'button', on: { click: () => show(slot) } }, 'Cancel'));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    busy(form.querySelector('button[type=submit]'), async () => {
+      const v = values(form);
+      const body = {};
+      for (const f of ['rpm', 'tpd', 'budget']) body[f] = v[f] === undefined ? null : Number(v[f]);
+      await patch(`/v1/admin/keys/${encodeURIComponent(k.id)}`, body);
+      show(slot);
+      show(status, notice('ok', ['Limits of ', text(k.name ?? k.id), ' saved: they apply from the next request.']));
+      await refresh();
+    }, slot);
+  });
+  return form;
 }
 
 /** Rotation asks first, and for how long the old key keeps working: the API's grace period
@@ -126,12 +149,19 @@ export default {
     const secretSlot = h('div#secret-slot');
     const lists = h('div', h('p.muted', 'Loading…'));
     const status = h('div');
+    const editSlot = h('div#key-edit');
     let selectedTeam;
+    // The keys' search and page: `after` cursors of the pages before this one.
+    let search = '';
+    let cursors = [];
 
     async function refresh(teamId) {
       if (teamId) selectedTeam = teamId;
       try {
-        const [teams, keys, usage] = await Promise.all([get('/v1/admin/teams'), get('/v1/admin/keys'), get('/v1/admin/usage')]);
+        const [teams, keys, usage] = await Promise.all([
+          get('/v1/admin/teams'),
+          get('/v1/admin/keys', { q: search, limit: PAGE, after: cursors.at(-1) }),
+          get('/v1/admin/usage', { group_by: 'key' })]);
         const names = new Map(teams.data.map((t) => [t.id, t.name]));
         const perKey = usageByKey(usage.data);
         const keyTable = table([
@@ -151,6 +181,7 @@ export default {
           {
             title: '',
             cell: (k) => (k.state === 'revoked' || k.state === 'expired' ? '' : h('div.row',
+              h('button.secondary', { type: 'button', 'data-action': 'edit-limits', 'data-key': k.id, on: { click: () => show(editSlot, limitsForm(k, editSlot, status, refresh)) } }, 'Limits'),
               rotateControl(k, secretSlot, status, refresh),
               dangerButton('Revoke', 'Confirm revoke', async () => {
                 try {
@@ -160,7 +191,15 @@ export default {
                 await refresh();
               }, { 'data-action': 'revoke', 'data-key': k.id }))),
           },
-        ], keys.data, { id: 'keys-table' });
+        ], keys.data, { id: 'keys-table', empty: search ? 'No key matches.' : 'No keys yet.' });
+        const searchBox = h('input#key-search', { type: 'search', name: 'q', value: search, placeholder: 'name, id or prefix', dir: 'auto', 'aria-label': 'Search keys' });
+        const searchForm = h('form.inline#key-search-form', h('label', 'Search', searchBox), h('button.secondary', { type: 'submit' }, 'Search'));
+        searchForm.addEventListener('submit', (e) => { e.preventDefault(); search = searchBox.value.trim(); cursors = []; refresh(); });
+        const first = cursors.length * PAGE;
+        const pager = h('div.row#keys-pager',
+          h('button.secondary#keys-prev', { type: 'button', disabled: cursors.length === 0, on: { click: () => { cursors.pop(); refresh(); } } }, 'Previous'),
+          h('span.muted#keys-range', keys.data.length ? `${first + 1}–${first + keys.data.length} of ${keys.total}` : `0 of ${keys.total}`),
+          h('button.secondary#keys-next', { type: 'button', disabled: !keys.has_more, on: { click: () => { cursors.push(keys.last_id); refresh(); } } }, 'Next'));
         const teamTable = table([
           { title: 'Name', cell: (t) => text(t.name, '.team-name') },
           { title: 'Id', cell: (t) => h('span.mono', t.id) },
@@ -174,7 +213,7 @@ export default {
         show(lists,
           h('section.card', h('h2', 'Teams'), teamTable, teamLimitsForm(teams.data, () => refresh())),
           keyForm(teams.data, secretSlot, () => refresh(), selectedTeam),
-          h('section.card', h('h2', 'Keys'), keyTable));
+          h('section.card', h('h2', 'Keys'), searchForm, keyTable, pager, editSlot));
       } catch (e) {
         show(lists, notice('error', e.message));
       }

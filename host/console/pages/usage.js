@@ -1,8 +1,9 @@
 // Usage: requests, tokens and spend per team and model over time (one usage query for the whole
-// range, per UTC day: `group_by=day`), and each team's budget burn with its thresholds marked.
+// range, per UTC day: `group_by=day`), spend by key (the same rows, summed per key; key names
+// from the keys list for an admin), and each team's budget burn with its thresholds marked.
 
 import { get } from '../api.js';
-import { barChart, burnChart } from '../chart.js';
+import { barChart, burnChart, rankChart } from '../chart.js';
 import { h, load, money, num, show, table, text, values } from '../ui.js';
 
 const DAY = 86_400;
@@ -18,9 +19,10 @@ const label = (t) => new Date(t * 1000).toISOString().slice(5, 10);
 
 async function render(out, { team, range }, isAdmin) {
   const starts = days(range);
-  const [usage, teams] = await Promise.all([
+  const [usage, teams, keys] = await Promise.all([
     get('/v1/admin/usage', { team_id: team, from: starts[0], to: starts.at(-1) + DAY, group_by: 'day' }),
     isAdmin ? get('/v1/admin/teams') : Promise.resolve({ data: [] }),
+    isAdmin ? get('/v1/admin/keys', { team_id: team }) : Promise.resolve({ data: [] }),
   ]);
   // The range's days, each with its rows (the API says which day a row is).
   const perDay = starts.map((from) => ({ data: usage.data.filter((r) => r.day === from) }));
@@ -42,6 +44,16 @@ async function render(out, { team, range }, isAdmin) {
   }
   const rows = [...byTeam.values()].sort((a, b) => b.spend - a.spend || b.requests - a.requests);
 
+  // Spend by key: the range's rows summed per key, the top 10.
+  const keyNames = new Map(keys.data.map((k) => [k.id, k.name ? `${k.name} (${k.prefix})` : k.id]));
+  const perKey = new Map();
+  for (const r of usage.data) {
+    const k = perKey.get(r.key_id) || { key_id: r.key_id, team_id: r.team_id, requests: 0, spend: 0 };
+    k.requests += r.requests; k.spend += r.spend;
+    perKey.set(r.key_id, k);
+  }
+  const topKeys = [...perKey.values()].sort((a, b) => b.spend - a.spend || b.requests - a.requests).slice(0, 10);
+
   const burn = teams.data.filter((t) => t.spend.limit !== null && (!team || t.id === team));
   return [
     models.length ? '' : h('p.muted', 'No usage in this range.'),
@@ -49,6 +61,10 @@ async function render(out, { team, range }, isAdmin) {
       barChart({ title: 'Requests per day, by model', labels, series: series((r) => r.requests) }),
       barChart({ title: 'Tokens per day (in + out), by model', labels, series: series((r) => r.tokens_in + r.tokens_out) }),
       barChart({ title: `Spend per day (${currency}), by model`, labels, series: series((r) => r.spend) })),
+    h('section.card#spend-by-key', h('h2', `Spend by key (${currency}), top 10`),
+      topKeys.length
+        ? rankChart({ id: 'chart-spend-by-key', title: `Spend by key over the last ${range} days`, rows: topKeys.map((k) => ({ label: keyNames.get(k.key_id) ?? k.key_id, value: k.spend })), format: (v) => money(v) })
+        : h('p.muted', 'No usage in this range.')),
     h('section.card', h('h2', 'Per team and model'), table([
       { title: 'Team', cell: (r) => text(names.get(r.team_id) ?? r.team_id) },
       { title: 'Model', cell: (r) => r.model },

@@ -1,7 +1,9 @@
 //! Extraction speed on a multi-page PDF (issue 15 goal: ≥ 100 pages/s): in process, and through
 //! the child process the gateway uses (spawn + pdfium load + extraction + JSON). Builds a
 //! 300-page PDF from the dense test fixture (≈ 5,000 characters of Arabic and English per
-//! page, HarfBuzz-shaped) with pdfium itself.
+//! page, HarfBuzz-shaped) with pdfium itself. With `EXTRACT_BENCH_WRITE=<path>` it writes that
+//! PDF for `bench/rag_bench.py`, and with `EXTRACT_BENCH_WRITE_ORDINARY=<path>` a 300-page PDF of
+//! ordinary pages (≈ 1,300 characters of English each: one embedding window).
 //!
 //!     scripts/setup-models
 //!     cargo build --release -p sovereign-documents --bin sovereign-extract
@@ -54,6 +56,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         std::fs::write(&path, &bytes)?;
         println!(
             "wrote the {PAGES}-page PDF to {}",
+            Path::new(&path).display()
+        );
+    }
+    if let Some(path) = std::env::var_os("EXTRACT_BENCH_WRITE_ORDINARY") {
+        std::fs::write(&path, ordinary_pdf(&pdfium)?)?;
+        println!(
+            "wrote the {PAGES}-page ordinary PDF to {}",
             Path::new(&path).display()
         );
     }
@@ -124,4 +133,39 @@ fn main() -> Result<(), Box<dyn Error>> {
         started.elapsed().as_secs_f64() * 1000.0
     );
     Ok(())
+}
+
+/// A `PAGES`-page PDF of ordinary pages: 16 lines of English prose each (≈ 1,300 characters,
+/// one embedding window), every page's text a little different, in a standard font.
+fn ordinary_pdf(pdfium: &Pdfium) -> Result<Vec<u8>, Box<dyn Error>> {
+    use pdfium_render::prelude::{PdfPageObjectsCommon, PdfPagePaperSize, PdfPoints};
+    const LINES: [&str; 8] = [
+        "Customer records are kept for ten years after the account is closed, in the archive",
+        "of the branch that opened the account; a copy is held by the compliance office.",
+        "A suspicious transaction is reported to the financial intelligence unit within two",
+        "working days of its detection, by the officer who detected it or by the branch head.",
+        "Transfers above the daily limit need the approval of two officers, one of them from",
+        "the risk department, and are logged with the reasons given for the approval.",
+        "Staff complete the annual training on data privacy before the end of March, and new",
+        "staff within their first month; the training record is kept with the personnel file.",
+    ];
+    let mut doc = pdfium.create_new_pdf()?;
+    let font = doc.fonts_mut().helvetica();
+    for n in 0..PAGES {
+        let mut page = doc.pages_mut().create_page_at_end(PdfPagePaperSize::a4())?;
+        for line in 0..16 {
+            let text = format!(
+                "{} ({n}.{line})",
+                LINES[(line as usize + n as usize) % LINES.len()]
+            );
+            page.objects_mut().create_text_object(
+                PdfPoints::new(40.0),
+                PdfPoints::new(780.0 - 16.0 * line as f32),
+                text,
+                font,
+                PdfPoints::new(9.0),
+            )?;
+        }
+    }
+    Ok(doc.save_to_bytes()?)
 }

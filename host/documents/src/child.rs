@@ -206,8 +206,12 @@ fn signal_of(_: &std::process::ExitStatus) -> Option<i32> {
     None
 }
 
+/// The calling process's own sandbox caps: no core dumps, its address space (RLIMIT_AS) and
+/// CPU time (RLIMIT_CPU, SIGXCPU then SIGKILL a second later). The extraction child applies them
+/// to itself; the gateway's MCP stdio child applies them before it `exec`s the server, which
+/// inherits them.
 #[cfg(unix)]
-fn apply_rlimits(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
+pub fn apply_rlimits(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
     use rlimit::{Resource, setrlimit};
     setrlimit(Resource::CORE, 0, 0)?;
     setrlimit(Resource::AS, memory_bytes, memory_bytes)?;
@@ -215,7 +219,7 @@ fn apply_rlimits(memory_bytes: u64, cpu_seconds: u64) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn apply_rlimits(_: u64, _: u64) -> std::io::Result<()> {
+pub fn apply_rlimits(_: u64, _: u64) -> std::io::Result<()> {
     Ok(())
 }
 

@@ -17,7 +17,7 @@ mod normalize;
 mod pdf;
 mod text;
 
-pub use child::{ChildConfig, EXTRACT_SUBCOMMAND, child_main, extract_in_child};
+pub use child::{ChildConfig, EXTRACT_SUBCOMMAND, apply_rlimits, child_main, extract_in_child};
 pub use chunk::{ApproxTokenCounter, Chunk, ChunkConfig, TokenCounter, chunk};
 pub use detect::detect;
 pub use document::{Block, Document, Kind, Role};

@@ -2,12 +2,16 @@
 //! (batched passages/s), query embedding latency, index rebuild time and memory, and query
 //! latency p50/p99 at 10k and 100k chunks (synthetic vectors and texts; the end-to-end figure
 //! embeds a real query with the real model first). `cargo run --release -p sovereign-retrieval
-//! --example bench [-- --quick]`.
+//! --example bench [-- --quick] [--engine-only]`; `SOVEREIGN_BENCH_THREADS` sizes ONNX Runtime's
+//! intra-op pool (default: every core). `bench/e5_ort_reference.py` times ONNX Runtime's own
+//! Python session on the same graph, for the engine's overhead.
 
 use std::time::{Duration, Instant};
 
 use sovereign_retrieval::embed::E5Model;
-use sovereign_retrieval::index::{ChunkRow, Filter, Index, Mode, SearchOptions, vector_to_bytes};
+use sovereign_retrieval::index::{
+    ChunkRow, ENTITY_WEIGHT, Filter, Index, Mode, SearchOptions, vector_to_bytes,
+};
 
 const DIM: usize = 384;
 
@@ -154,20 +158,73 @@ const QUERIES: [&str; 8] = [
     "كيف أقدم شكوى ضد موظف في الوزارة؟",
 ];
 
+/// Time per full 512-token window (one text of exactly one window), and a 20-token query: the
+/// median of `runs`, wall and CPU.
+fn window_time(model: &E5Model, runs: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut text = String::new();
+    let mut i = 0;
+    while model.token_count(&text, false) < 512 {
+        text.push_str(&format!("word{i} "));
+        i += 1;
+    }
+    while model.token_count(&text, false) > 512 {
+        text.pop();
+    }
+    let tokens = model.token_count(&text, false);
+    model.embed_passages(&[&text])?;
+    let mut times = Vec::new();
+    let c = cpu_secs();
+    for _ in 0..runs {
+        let t = Instant::now();
+        model.embed_passages(&[&text])?;
+        times.push(t.elapsed());
+    }
+    let cpu = (cpu_secs() - c) / runs as f64;
+    times.sort();
+    println!(
+        "one window of {tokens} tokens: median {:.1} ms wall, {:.1} CPU ms ({runs} runs)",
+        ms(percentile(&times, 0.5)),
+        cpu * 1000.0
+    );
+    let query = "How long must the bank keep customer records after the account is closed?";
+    let qt = model.token_count(query, true);
+    model.embed_query(query)?;
+    let mut times = Vec::new();
+    for _ in 0..runs * 5 {
+        let t = Instant::now();
+        model.embed_query(query)?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "a {qt}-token query: median {:.2} ms wall ({} runs)",
+        ms(percentile(&times, 0.5)),
+        runs * 5
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|a| a == "--quick");
     let index_only = std::env::args().any(|a| a == "--index-only");
     if index_only {
         return bench_index(None, quick);
     }
-    let model = E5Model::load_default()?;
-    let (build, openmp) = model.engine_build();
+    let threads = std::env::var("SOVEREIGN_BENCH_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let model = E5Model::load_with_threads(sovereign_retrieval::find_model()?, threads)?;
     println!(
-        "model {} sha256 {}… engine {build}, openmp {openmp}, threads {}",
+        "model {} sha256 {}… engine onnxruntime, threads {}",
         model.model_id(),
         &model.sha256()[..12],
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        model.threads()
     );
+    window_time(&model, if quick { 3 } else { 10 })?;
+    if std::env::args().any(|a| a == "--engine-only") {
+        return Ok(());
+    }
 
     // --- embedding throughput: ~200-token passages, batched ---------------------------------
     let base = "The bank processes personal loan applications within five business days once all \
@@ -294,6 +351,9 @@ fn bench_index(model: Option<&E5Model>, quick: bool) -> Result<(), Box<dyn std::
                     times.len()
                 );
             }
+            if pass == 0 {
+                entity_rule_cost(&mut index, &queries, &filter, n)?;
+            }
             if index.has_ann() {
                 // Recall@10 of the HNSW vector ranking against the exact one, same queries.
                 let mut found = 0;
@@ -338,6 +398,80 @@ fn bench_index(model: Option<&E5Model>, quick: bool) -> Result<(), Box<dyn std::
             );
         }
         drop(index);
+    }
+    Ok(())
+}
+
+/// A made-up organisation name for synthetic document `d` (letters only, so it has a skeleton).
+fn org_name(d: usize) -> String {
+    const L: [char; 10] = ['b', 'd', 'f', 'k', 'l', 'm', 'n', 'r', 's', 't'];
+    let mut s = String::from("Zo");
+    let mut x = d;
+    for _ in 0..5 {
+        s.push(L[x % L.len()]);
+        s.push('a');
+        x /= L.len();
+    }
+    s
+}
+
+/// The entity rule's cost (issue 50): every synthetic document given a header (its organisation
+/// and a generic title), the same queries with an organisation's name added, hybrid search with
+/// the rule (default `entity_weight`) against the same index and queries with it off (weight 0).
+fn entity_rule_cost(
+    index: &mut Index,
+    queries: &[(Vec<f32>, String)],
+    filter: &Filter<'_>,
+    n: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let documents = n.div_ceil(8);
+    let named: Vec<(Vec<f32>, String)> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, (v, text))| {
+            (
+                v.clone(),
+                format!("{text} {}", org_name((i * 7919) % documents)),
+            )
+        })
+        .collect();
+    for (label, weight) in [
+        ("no headers (before)", 0.0),
+        (
+            "headers, rule off (weight 0: names matched for confidence only)",
+            0.0,
+        ),
+        ("headers, rule on", ENTITY_WEIGHT),
+    ] {
+        if label.starts_with("headers") && !index.is_empty() {
+            for d in 0..documents {
+                index.set_document_header(
+                    &format!("doc{d}"),
+                    "Staff Policies",
+                    &format!("{} Company", org_name(d)),
+                );
+            }
+        }
+        let options = SearchOptions {
+            entity_weight: weight,
+            ..SearchOptions::default()
+        };
+        let mut times = Vec::new();
+        let c = cpu_secs();
+        for (v, text) in &named {
+            let t = Instant::now();
+            std::hint::black_box(index.search_with(v, text, 5, filter, &options)?);
+            times.push(t.elapsed());
+        }
+        let cpu = cpu_secs() - c;
+        times.sort();
+        println!(
+            "{n} chunks ({documents} documents), hybrid search naming one document's organisation, {label}: p50 {:.2} ms, p99 {:.2} ms wall; {:.2} CPU ms per query ({} queries)",
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.99)),
+            cpu * 1000.0 / times.len() as f64,
+            times.len()
+        );
     }
     Ok(())
 }

@@ -165,13 +165,41 @@ fn embed_all(
     Ok((vectors, qvs))
 }
 
+/// The model's dimensions.
+const DIM: usize = 384;
+
+/// Each document's title (its `#` line), by file stem: the header the gateway gives it.
+fn load_titles() -> Result<BTreeMap<String, String>, Error> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(eval_dir().join("docs"))? {
+        let path = e?.path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(&path)?;
+        let title = text
+            .lines()
+            .find_map(|l| l.strip_prefix('#'))
+            .map(|t| t.trim_start_matches('#').trim().to_owned())
+            .unwrap_or_else(|| stem.clone());
+        out.insert(stem, title);
+    }
+    Ok(out)
+}
+
 fn build(
     chunks: &[Chunk],
     vectors: &[Vec<f32>],
     model_key: &str,
     tok: TokenizerOptions,
 ) -> Result<Index, Error> {
-    let mut index = Index::with_tokenizer(vectors[0].len(), model_key, tok);
+    // A chunk's vector may be the chunk alone and after its title, one after the other.
+    let dim = vectors.first().map_or(0, Vec::len).min(DIM);
+    let mut index = Index::with_tokenizer(dim, model_key, tok);
     for (i, (c, v)) in chunks.iter().zip(vectors).enumerate() {
         index.add(&ChunkInput {
             chunk_id: i as u64,
@@ -426,6 +454,36 @@ fn main() -> Result<(), Error> {
     with_stem.set_score_prior(Some(prior));
     without.set_score_prior(Some(prior));
     print_prior(&prior);
+    // The gateway's indexes: titles as documents' headers (the entity rule), each chunk embedded
+    // after its title (`+ctx1`, before) or both alone and after it (`+ctx2`, now).
+    let titles = load_titles()?;
+    let ctx_chunks: Vec<Chunk> = chunks
+        .iter()
+        .map(|c| Chunk {
+            document: c.document.clone(),
+            paragraph: c.paragraph,
+            text: format!(
+                "{}\n{}",
+                titles.get(&c.document).map_or("", String::as_str),
+                c.text
+            ),
+        })
+        .collect();
+    let (ctx_vectors, _) = embed_all(&model, &ctx_chunks, &questions)?;
+    let both_vectors: Vectors = vectors
+        .iter()
+        .zip(&ctx_vectors)
+        .map(|(a, c)| a.iter().chain(c).copied().collect())
+        .collect();
+    let headed = |vectors: &[Vec<f32>]| -> Result<Index, Error> {
+        let mut index = build(&chunks, vectors, &model_key, stem)?;
+        index.set_score_prior(Some(prior));
+        for (stem, title) in &titles {
+            index.set_document_header(stem, title, "");
+        }
+        Ok(index)
+    };
+    let (headed_ctx, headed_both) = (headed(&ctx_vectors)?, headed(&both_vectors)?);
 
     println!("\n## Retrieval (answerable questions; top {DEPTH} chunks searched)\n");
     println!(
@@ -499,6 +557,21 @@ fn main() -> Result<(), Error> {
         (
             "z + 1×BM25, script-balanced, prefixes stripped (default)".into(),
             &with_stem,
+            Mode::Hybrid,
+            true,
+            Fusion::Scores { lexical: 1.0 },
+        ),
+        (
+            "the default with titles as headers, chunks embedded after their title (ctx1, before)"
+                .into(),
+            &headed_ctx,
+            Mode::Hybrid,
+            true,
+            Fusion::Scores { lexical: 1.0 },
+        ),
+        (
+            "the default with titles as headers, both vectors (ctx2, the gateway)".into(),
+            &headed_both,
             Mode::Hybrid,
             true,
             Fusion::Scores { lexical: 1.0 },

@@ -127,7 +127,7 @@ mod tests {
 
     fn entry(key: &str) -> Arc<CachedKey> {
         Arc::new(CachedKey {
-            principal: Arc::new(Principal::test(key, "t", Role::Member)),
+            principal: Arc::new(Principal::bare(key, "t", Role::Member)),
             limiter: None,
             last_touch: Default::default(),
             filled: std::time::Instant::now(),

@@ -147,8 +147,9 @@ impl Principal {
         self.role == Role::Admin || roles.contains(&self.role)
     }
 
-    #[cfg(test)]
-    pub fn test(key: &str, team: &str, role: Role) -> Principal {
+    /// A principal with `role` and nothing else: no limits, no grants, no expiry (the uploader a
+    /// queued document's worker acts for, and tests).
+    pub fn bare(key: &str, team: &str, role: Role) -> Principal {
         Principal {
             key_id: key.into(),
             credential: Credential::Key,
@@ -568,7 +569,8 @@ impl Access {
             | Change::Webhooks
             | Change::Document { .. }
             | Change::Policies
-            | Change::Guardrail => {}
+            | Change::Guardrail
+            | Change::Mcp => {}
         }
     }
 

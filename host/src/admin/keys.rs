@@ -1,5 +1,5 @@
-//! `/v1/admin/keys` (admin): create (the secret is in that answer only), list and read (never
-//! the secret), rotate (a successor; the old key works for a grace period) and revoke (when the
+//! `/v1/admin/keys` (admin): create (the secret is in that answer only), list (searched by name,
+//! id or prefix, paged) and read (never the secret), change its limits, rotate (a successor; the old key works for a grace period) and revoke (when the
 //! call returns, the key no longer authenticates: `crate::services::Keys`). Parse, call, render.
 
 use crate::server::params::Query;
@@ -11,13 +11,14 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::bad_type;
 use crate::access::bootstrap::CONFIG_KEY_PREFIX;
 use crate::budget::units;
 use crate::domain::Role;
 use crate::server::error::ApiError;
 use crate::server::{body, params};
 use crate::state::AppState;
-use crate::store::{BudgetScope, KeyInfo, NewKey, TeamId};
+use crate::store::{BudgetScope, KeyInfo, KeyLimits, NewKey, TeamId};
 
 /// Most CIDRs in one key's allow-list.
 const MAX_ALLOWLIST: usize = 256;
@@ -89,21 +90,131 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(v)).into_response())
 }
 
+/// Most keys in one page.
+const MAX_PAGE: usize = 1000;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     team_id: Option<String>,
+    /// Keys whose name, id or prefix contains this (any case).
+    q: Option<String>,
+    /// At most this many keys (1…1000); without it, every key that matches.
+    limit: Option<String>,
+    /// The page starts after this key id (the previous page's `last_id`).
+    after: Option<String>,
 }
 
+/// Keys oldest first (the store's order), filtered by `q`, from `after`, at most `limit`; the
+/// answer says whether more follow (`has_more`) and where the next page starts (`last_id`).
 pub async fn list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let mut data = Vec::new();
-    for k in app.keys().list(q.team_id.map(TeamId)).await? {
-        data.push(render(&app, &k).await?);
+    let limit = match q.limit.as_deref() {
+        None => MAX_PAGE,
+        Some(s) => params::count("limit", s, MAX_PAGE)?,
+    };
+    let needle =
+        q.q.as_deref()
+            .map(str::to_lowercase)
+            .filter(|s| !s.is_empty());
+    let keys: Vec<KeyInfo> = app
+        .keys()
+        .list(q.team_id.map(TeamId))
+        .await?
+        .into_iter()
+        .filter(|k| needle.as_deref().is_none_or(|n| matches(k, n)))
+        .collect();
+    let start = match q.after.as_deref() {
+        None => 0,
+        Some(a) => match keys.iter().position(|k| k.id.0 == a) {
+            Some(i) => i + 1,
+            None => {
+                return Err(ApiError::invalid(
+                    "after",
+                    format!(
+                        "`after` must be a key id from an earlier page of this search; `{a}` is not in it."
+                    ),
+                ));
+            }
+        },
+    };
+    let page = &keys[start..keys.len().min(start.saturating_add(limit))];
+    let has_more = start + page.len() < keys.len();
+    let mut data = Vec::with_capacity(page.len());
+    for k in page {
+        data.push(render(&app, k).await?);
     }
-    Ok(Json(json!({"object": "list", "data": data})).into_response())
+    Ok(Json(json!({
+        "object": "list",
+        "data": data,
+        "first_id": page.first().map(|k| k.id.0.clone()),
+        "last_id": page.last().map(|k| k.id.0.clone()),
+        "has_more": has_more,
+        "total": keys.len(),
+    }))
+    .into_response())
+}
+
+/// Whether a key's name, id or prefix holds `needle` (already lower case).
+fn matches(k: &KeyInfo, needle: &str) -> bool {
+    [k.name.as_deref().unwrap_or(""), &k.id.0, &k.prefix]
+        .iter()
+        .any(|s| s.to_lowercase().contains(needle))
+}
+
+/// `PATCH /v1/admin/keys/{id}`: the key's limits (`rpm`, `tpd`, `budget`; `null` clears one);
+/// the fields given change, the others stay.
+pub async fn update(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    req: Body,
+) -> Result<Response, ApiError> {
+    let map = body::read_json_object(&headers, req, &app.config().server).await?;
+    let mut l = KeyLimits::default();
+    for (k, v) in map {
+        match (k.as_str(), v) {
+            ("rpm" | "tpd" | "budget", Value::Null) => match k.as_str() {
+                "rpm" => l.rpm = Some(None),
+                "tpd" => l.tpd = Some(None),
+                _ => l.budget = Some(None),
+            },
+            ("rpm", Value::Number(n)) => match n.as_u64().and_then(|v| u32::try_from(v).ok()) {
+                Some(v) if v >= 1 => l.rpm = Some(Some(v)),
+                _ => {
+                    return Err(bad_type(
+                        "rpm",
+                        "an integer of at least 1, or null (the plan's)",
+                    ));
+                }
+            },
+            ("tpd", Value::Number(n)) => match n.as_u64() {
+                Some(v) if v >= 1 => l.tpd = Some(Some(v)),
+                _ => {
+                    return Err(bad_type(
+                        "tpd",
+                        "an integer of at least 1, or null (the plan's)",
+                    ));
+                }
+            },
+            ("budget", Value::Number(n)) => {
+                let v = n.as_f64().unwrap_or(f64::NAN);
+                l.budget = Some(Some(params::money("budget", v)?));
+            }
+            ("rpm" | "tpd", _) => return Err(bad_type(&k, "an integer or null")),
+            ("budget", _) => return Err(bad_type(&k, "a number or null")),
+            _ => {
+                return Err(ApiError::invalid(
+                    &k,
+                    format!("Unknown field `{k}`: a key's limits are rpm, tpd and budget."),
+                ));
+            }
+        }
+    }
+    let info = app.keys().update_limits(id, l).await?;
+    Ok(Json(render(&app, &info).await?).into_response())
 }
 
 pub async fn get(

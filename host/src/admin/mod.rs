@@ -7,11 +7,14 @@
 pub mod cert_identities;
 pub mod journal;
 pub mod keys;
+pub mod mcp;
 pub mod policies;
 pub mod shapers;
 pub mod teams;
+pub mod traffic;
 pub mod usage;
 pub mod webhooks;
+pub mod worlds;
 
 use base64::Engine as _;
 use http::StatusCode;
@@ -58,6 +61,11 @@ pub fn decode_component(b64: &str) -> Result<Vec<u8>, ApiError> {
     Ok(bytes)
 }
 
+/// A body field of the wrong type or range: a 400 naming it and saying what it must be.
+pub(crate) fn bad_type(field: &str, what: &str) -> ApiError {
+    ApiError::invalid(field, format!("`{field}` must be {what}."))
+}
+
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         let message = e.to_string();
@@ -90,6 +98,13 @@ impl From<ServiceError> for ApiError {
             ServiceError::Registry(e) => e.into(),
             ServiceError::Store(e) => e.into(),
             ServiceError::Webhook(e) => e.into(),
+            ServiceError::Mcp(e) => match e {
+                crate::mcp::McpError::Invalid { field, .. } => ApiError::invalid(&field, message),
+                crate::mcp::McpError::NotFound(_) => ApiError::not_found(message),
+                crate::mcp::McpError::Exists(_) => conflict("mcp_server_exists"),
+                crate::mcp::McpError::Declared(_) => conflict("declared_in_config"),
+                crate::mcp::McpError::TooMany(_) => conflict("too_many_mcp_servers"),
+            },
         }
     }
 }

@@ -10,6 +10,7 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::bad_type;
 use crate::budget::units;
 use crate::server::error::ApiError;
 use crate::server::{body, params};
@@ -194,10 +195,6 @@ fn patch(map: Map<String, Value>) -> Result<TeamPatch, ApiError> {
         }
     }
     Ok(p)
-}
-
-fn bad_type(field: &str, what: &str) -> ApiError {
-    ApiError::invalid(field, format!("`{field}` must be {what}."))
 }
 
 /// A team as the API shows it, with its budget counters.

@@ -1,6 +1,7 @@
 //! `GET /v1/admin/usage` (admin, or an auditor for its own team): requests, tokens and spend per
-//! key, model and actor (and UTC day with `group_by=day`), filtered by team, key, model and time. Pending charges are flushed
-//! first, so a request that completed before this call is in the answer.
+//! key, model and actor (and UTC day with `group_by=day`; per key alone, spend by key, with
+//! `group_by=key`), filtered by team, key, model and time. Pending charges are flushed first, so
+//! a request that completed before this call is in the answer.
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::domain::Role;
 use crate::server::error::ApiError;
 use crate::server::params;
 use crate::state::AppState;
-use crate::store::{KeyId, TeamId, UsageFilter};
+use crate::store::{KeyId, TeamId, UsageFilter, UsageRow};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +28,8 @@ pub struct UsageQuery {
     model: Option<String>,
     from: Option<String>,
     to: Option<String>,
-    /// `day`: each row also per UTC day (`day`, Unix seconds of its start).
+    /// `day`: each row also per UTC day (`day`, Unix seconds of its start); `key`: one row per
+    /// key (models and actors summed: `model` and `actor_id` null).
     group_by: Option<String>,
 }
 
@@ -48,13 +50,14 @@ pub async fn usage(
             _ => team_id = Some(TeamId(principal.team_id.clone())),
         }
     }
-    let by_day = match q.group_by.as_deref() {
-        None => false,
-        Some("day") => true,
+    let (by_day, by_key) = match q.group_by.as_deref() {
+        None => (false, false),
+        Some("day") => (true, false),
+        Some("key") => (false, true),
         Some(_) => {
             return Err(ApiError::invalid(
                 "group_by",
-                "`group_by` must be `day` (rows per key, model and actor, each UTC day apart).",
+                "`group_by` must be `day` (rows per key, model and actor, each UTC day apart) or `key` (one row per key).",
             ));
         }
     };
@@ -75,7 +78,10 @@ pub async fn usage(
             .transpose()?,
     };
     app.budgets().charger().flush().await;
-    let rows = app.usage(filter).await?;
+    let mut rows = app.usage(filter).await?;
+    if by_key {
+        rows = per_key(rows);
+    }
     let (mut requests, mut tin, mut tout, mut spend) = (0u64, 0u64, 0u64, 0i64);
     let data: Vec<_> = rows
         .iter()
@@ -87,8 +93,8 @@ pub async fn usage(
             let mut row = json!({
                 "team_id": r.team_id.0,
                 "key_id": r.key_id.0,
-                "model": r.model,
-                "actor_id": r.actor,
+                "model": (!by_key).then_some(&r.model),
+                "actor_id": (!by_key).then_some(&r.actor),
                 "requests": r.requests,
                 "tokens_in": r.tokens_in,
                 "tokens_out": r.tokens_out,
@@ -107,4 +113,30 @@ pub async fn usage(
         "total": {"requests": requests, "tokens_in": tin, "tokens_out": tout, "spend": units(spend)},
     }))
     .into_response())
+}
+
+/// One row per key: its models' and actors' rows summed, the biggest spender first.
+fn per_key(rows: Vec<UsageRow>) -> Vec<UsageRow> {
+    let mut out: Vec<UsageRow> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for r in rows {
+        match at.get(&r.key_id.0).map(|&i| &mut out[i]) {
+            Some(o) => {
+                o.requests += r.requests;
+                o.tokens_in += r.tokens_in;
+                o.tokens_out += r.tokens_out;
+                o.spend += r.spend;
+            }
+            None => {
+                at.insert(r.key_id.0.clone(), out.len());
+                out.push(UsageRow {
+                    model: String::new(),
+                    actor: String::new(),
+                    ..r
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| b.spend.cmp(&a.spend).then(b.requests.cmp(&a.requests)));
+    out
 }

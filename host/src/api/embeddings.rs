@@ -22,7 +22,7 @@ use crate::policy::RouteFacts;
 use crate::rag::BUILTIN_MODEL;
 use crate::residency;
 use crate::server::error::ApiError;
-use crate::upstream::Endpoint;
+use crate::upstream::{Endpoint, Outbound};
 
 pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError> {
     // 1. The request, checked against the convention.
@@ -57,11 +57,11 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
     let reservation = spend::reserve(&call, &routed.route.model, input_tokens, 0).await?;
 
     // 4. The upstream call, with fallback.
-    let served = fallback::serve(&call, &routed, Endpoint::Embeddings, 0, reservation, |m| {
+    let served = fallback::serve(&call, &routed, 0, reservation, |m| {
         request
             .body
             .insert("model".into(), Value::String(m.upstream_model.clone()));
-        encode_body(&request.body)
+        encode_body(&request.body).map(|b| Outbound::new(Endpoint::Embeddings, b))
     })
     .await;
 
@@ -72,9 +72,16 @@ pub async fn embeddings(mut call: Call, body: Body) -> Result<Response, ApiError
 
 /// Most inputs in one request to the built-in model (the convention's own limit).
 const MAX_BUILTIN_INPUTS: usize = 2048;
+/// Most tokens of one input to the built-in model (the convention's embedding models' context;
+/// e5 reads it in 512-token windows).
+const MAX_BUILTIN_INPUT_TOKENS: u64 = 8192;
 
 /// The built-in model, in process: every input embedded as an e5 `query:` (symmetric
-/// similarity), `float` or `base64` (little-endian f32) as asked; usage recorded at no spend.
+/// similarity), `float` or `base64` (little-endian f32) as asked; usage recorded at no spend and
+/// counted against the key's and team's tokens per day. The compute is bounded before it starts
+/// (an input over 8,192 tokens is 400, a request over `[documents] max_embedding_tokens` 413),
+/// runs on the shared engine as interactive work for the caller's team, and stops when the
+/// client goes away (this handler's future is dropped, and with it the engine's job).
 async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, ApiError> {
     let library = library(call)?;
     let texts: Vec<String> = match request.body.get("input") {
@@ -108,7 +115,34 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
         ));
     }
     let base64 = request.body.get("encoding_format").and_then(Value::as_str) == Some("base64");
-    let (vectors, tokens) = library.embed(texts).await.map_err(ApiError::from)?;
+    let job = library.prepare_builtin(texts).await?;
+    let tokens = job.tokens();
+    if job.longest_text_tokens() > MAX_BUILTIN_INPUT_TOKENS {
+        return Err(ApiError::invalid(
+            "input",
+            format!(
+                "`{BUILTIN_MODEL}` embeds inputs of at most {MAX_BUILTIN_INPUT_TOKENS} tokens; an input has {}.",
+                job.longest_text_tokens()
+            ),
+        )
+        .with_code("context_length_exceeded"));
+    }
+    let cap = library.max_embedding_tokens();
+    if tokens > cap {
+        return Err(ApiError::new(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!(
+                "This request asks `{BUILTIN_MODEL}` for {tokens} tokens; one request may ask for at most {cap} ([documents] max_embedding_tokens). Split the inputs over several requests."
+            ),
+        )
+        .with_param("input")
+        .with_code("too_many_tokens"));
+    }
+    let vectors = library
+        .run_builtin(job, &call.principal.team_id)
+        .await
+        .map_err(ApiError::from)?;
     record_usage(call, BUILTIN_MODEL, tokens).await;
     let data: Vec<Value> = vectors
         .iter()

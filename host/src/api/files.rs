@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::list_page::{Bounds, ListQuery};
 use super::multipart::read_multipart;
 use crate::pipeline::call::Call;
-use crate::pipeline::library::library;
+use crate::pipeline::library::{forget_file, library};
 use crate::rag::RagError;
 use crate::server::error::ApiError;
 use crate::store::TeamId;
@@ -116,6 +116,9 @@ pub async fn get(call: Call, Path(id): Path<String>) -> Result<Response, ApiErro
 pub async fn delete(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
     let library = library(&call)?;
     let team = call.principal.team_id.clone();
+    // An attachment still queued or running is cancelled and forgotten: it never completes into
+    // a document of a deleted file.
+    forget_file(&call, &id).await?;
     for document in library.documents_of_file(&team, None, &id) {
         library.delete(&team, &document).await?;
     }

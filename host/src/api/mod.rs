@@ -15,6 +15,7 @@ pub mod documents;
 pub mod embeddings;
 pub mod files;
 pub mod list_page;
+pub mod mcp;
 pub mod messages;
 pub mod models;
 pub mod multipart;

@@ -5,7 +5,9 @@
 //! 2. the guardrail's input stage on the query (block 400; redact: the redacted query is what is
 //!    embedded and searched);
 //! 3. the search in the caller's team's collection, or in all of them when none is named (absent
-//!    or empty): calibrated confidence, citations;
+//!    or empty): calibrated confidence, citations; then the retrieval policy on the ranked
+//!    citations (`pipeline::library::review`): what it filters is never returned, cited or
+//!    generated from, and the rest take its order;
 //! 4. with `generate: true`, an answer through the chat phases (`pipeline::converse`, then
 //!    `pipeline::answer`) — routing, guardrail, budget and the journal apply as to any chat
 //!    request — from a prompt that numbers the citations, so the answer cites them inline as
@@ -22,7 +24,7 @@ use crate::pipeline::answer::{Answer, Kind, Settle, answer_parts, sse_response};
 use crate::pipeline::call::Call;
 use crate::pipeline::converse::converse;
 use crate::pipeline::guard::{self, Shape};
-use crate::pipeline::library::{library, record_usage};
+use crate::pipeline::library::{library, record_usage, review};
 use crate::pipeline::route;
 use crate::rag::{Citation, Filters, Query, RagError, check_collection};
 use crate::server::error::ApiError;
@@ -74,8 +76,9 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
     query.text = texts.pop().unwrap_or_default();
 
     // 3. The search; the model's work in usage.
-    let retrieved = library.search(query.clone()).await?;
+    let mut retrieved = library.search(query.clone()).await?;
     record_usage(&call, library.model_id(), retrieved.query_tokens).await;
+    review(&call, &query.text, &mut retrieved).await?;
     let citations: Vec<Value> = retrieved.citations.iter().map(citation_json).collect();
     let mut result = json!({
         "object": "rag.result",

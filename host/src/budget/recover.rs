@@ -158,10 +158,12 @@ mod tests {
             prompt_hash: None,
             routing_policy: None,
             residency_boundary: None,
+            retrieval_filtered: None,
             status: Status::Success,
             prompt_tokens: Some(3),
             completion_tokens: Some(5),
             latency_us: 1,
+            mcp: None,
         }
     }
 

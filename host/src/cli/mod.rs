@@ -5,6 +5,7 @@
 pub mod config_file;
 pub mod journal;
 pub mod policy;
+mod policy_worlds;
 pub mod servers;
 
 use std::future::Future;

@@ -1,5 +1,6 @@
 //! `sovereign policy test`: a router component loaded as the gateway would load it, then golden
-//! cases run through it, each decision printed (docs/POLICIES.md, "Testing a policy").
+//! cases run through it, each decision printed (docs/POLICIES.md, "Testing a policy"). A
+//! component of the tool or retrieval world is tested by `policy_worlds`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,12 +13,16 @@ use sovereign::demo;
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
-    /// Load a router component as the gateway would (compile, world check, smoke call, under the
+    /// Load a policy component as the gateway would (compile, world check, smoke call, under the
     /// production limits) and run golden inputs through it, printing each decision. Exit code 0
-    /// when every case passes, 1 otherwise. Candidates: the demo fleet, or `--config`'s models.
+    /// when every case passes, 1 otherwise. The world (router, tool or retrieval) is the one the
+    /// component exports. Router candidates: the demo fleet, or `--config`'s models.
     Test {
-        /// The router component (.wasm).
+        /// The policy component (.wasm).
         file: PathBuf,
+        /// Tool and retrieval policies: a file whose text is the policy's `settings`.
+        #[arg(long)]
+        settings: Option<PathBuf>,
         /// The routing document given to the router as its `policy` setting.
         #[arg(long)]
         document: Option<PathBuf>,
@@ -49,6 +54,7 @@ async fn test(command: PolicyCommand) -> anyhow::Result<bool> {
     use sovereign::policy::{self, CallLimits, Candidate, HostConfig, PolicyHost, RouterPolicy};
     let PolicyCommand::Test {
         file,
+        settings: settings_file,
         document,
         golden,
         config,
@@ -57,6 +63,9 @@ async fn test(command: PolicyCommand) -> anyhow::Result<bool> {
         pool,
     } = command;
     let wasm = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    if let Some(passed) = other_worlds(&wasm, settings_file.as_ref(), golden.as_ref()).await? {
+        return Ok(passed);
+    }
     let mut limits = CallLimits::default();
     let models = match &config {
         Some(path) => {
@@ -143,4 +152,26 @@ async fn test(command: PolicyCommand) -> anyhow::Result<bool> {
         outcomes.len()
     );
     Ok(failed == 0)
+}
+
+/// A component of the tool or retrieval world tested as such; `None` when it is of neither (a
+/// router, or not a policy: the router's load says why).
+async fn other_worlds(
+    wasm: &[u8],
+    settings: Option<&PathBuf>,
+    golden: Option<&PathBuf>,
+) -> anyhow::Result<Option<bool>> {
+    use sovereign::policy::{HostConfig, PolicyHost};
+    let read = |p: Option<&PathBuf>| -> anyhow::Result<Option<String>> {
+        p.map(|p| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display())))
+            .transpose()
+    };
+    let (settings, golden) = (read(settings)?, read(golden)?);
+    let host = PolicyHost::new(HostConfig::default())?;
+    if let Some(passed) =
+        super::policy_worlds::test_tool(&host, wasm, settings.clone(), golden.as_deref()).await?
+    {
+        return Ok(Some(passed));
+    }
+    super::policy_worlds::test_retrieval(&host, wasm, settings, golden.as_deref()).await
 }

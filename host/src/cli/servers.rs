@@ -100,8 +100,7 @@ pub async fn simulate(
         latency_ms,
         token_interval_ms,
         fail: FailMode::None,
-        finish_with_last_token: false,
-        no_usage: false,
+        ..Behaviour::default()
     };
     run_simulator(listener, behaviour, shutdown).await
 }

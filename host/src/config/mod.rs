@@ -25,6 +25,7 @@ use crate::domain::{ModelConfig, ModelId, ModelKind};
 
 mod guardrail;
 mod health;
+mod mcp;
 mod models;
 mod names;
 mod routing;
@@ -44,6 +45,10 @@ pub use documents::DocumentsConfig;
 pub use guardrail::{GuardrailConfig, defaults as guardrail_defaults};
 pub use health::{HealthConfig, MAX_FALLBACKS};
 pub use journal::JournalSettings;
+pub use mcp::{
+    DEFAULT_STDIO_CPU_SECONDS, DEFAULT_STDIO_MEMORY_MB, MAX_SERVER_NAME, McpConfig, RawMcpServer,
+    check_server_name, check_stdio,
+};
 pub use names::{check_model_id, check_region};
 pub use responses::ResponsesConfig;
 pub use routing::{DEFAULT_WARM_MAX_CALLS, PoolMode, RoutingConfig};
@@ -91,6 +96,8 @@ struct RawConfig {
     guardrail: Option<guardrail::RawGuardrail>,
     #[serde(default)]
     webhooks: webhooks::RawWebhooks,
+    #[serde(default)]
+    mcp: mcp::RawMcp,
     #[serde(default)]
     health: health::RawHealth,
     #[serde(default)]
@@ -149,6 +156,8 @@ pub struct Config {
     pub guardrail: Option<GuardrailConfig>,
     /// Webhook delivery (`[webhooks]`; defaults when absent).
     pub webhooks: WebhooksConfig,
+    /// The MCP gateway (`[mcp]`; defaults when absent).
+    pub mcp: McpConfig,
     /// The document library and retrieval (`[documents]`; defaults when absent).
     pub documents: DocumentsConfig,
     /// Passive health and fallback (`[health]`).
@@ -237,6 +246,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
         .guardrail
         .map(|g| guardrail::validate(g, base, &mut err));
     let webhooks = webhooks::validate(raw.webhooks, base, &mut err);
+    let mcp = mcp::validate(raw.mcp, base, &mut err);
     let documents = documents::validate(raw.documents, base, &mut err);
     if let Some(id) = &documents.embedding_model
         && !models
@@ -282,6 +292,7 @@ fn validate(raw: RawConfig, base: &Path) -> Result<Config, ConfigErrors> {
             journal,
             guardrail,
             webhooks,
+            mcp,
             documents,
             health,
             traces,
@@ -362,6 +373,29 @@ hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
         assert_eq!(c.models[0].base_url.as_str(), "http://127.0.0.1:9000/v1/");
         assert_eq!(c.models[0].upstream_model, "m1");
         assert_eq!(c.server.listen.port(), 8080);
+    }
+
+    /// Issue 45: `messages = "native"` (chat models only); translation by default.
+    #[test]
+    fn a_model_may_speak_messages_natively() {
+        use crate::domain::MessagesApi;
+        assert_eq!(
+            Config::parse(GOOD).unwrap().models[0].messages,
+            MessagesApi::Translate
+        );
+        let native = GOOD.replace("local = true\n", "local = true\nmessages = \"native\"\n");
+        assert_eq!(
+            Config::parse(&native).unwrap().models[0].messages,
+            MessagesApi::Native
+        );
+        let embedding = native.replace("kind = \"chat\"", "kind = \"embedding\"");
+        let errors = Config::parse(&embedding).unwrap_err().to_string();
+        assert!(
+            errors.contains("models[0].messages: `native` is for chat models"),
+            "{errors}"
+        );
+        let unknown = GOOD.replace("local = true\n", "local = true\nmessages = \"anthropic\"\n");
+        assert!(Config::parse(&unknown).is_err());
     }
 
     #[test]

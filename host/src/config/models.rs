@@ -9,7 +9,9 @@ use serde::Deserialize;
 use url::Url;
 
 use super::health;
-use crate::domain::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
+use crate::domain::{
+    AUTO_ROUTER, MessagesApi, ModelConfig, ModelId, ModelKind, Tokenize, UpstreamTimeouts,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +49,13 @@ pub(super) struct RawModel {
     /// An `https` upstream's CA bundle and optional client certificate.
     #[serde(default)]
     tls: Option<super::tls::RawClientTls>,
+    /// How `count_tokens` counts this model's prompts: `estimate` (default), `vllm`,
+    /// `llama.cpp`.
+    #[serde(default)]
+    tokenize: Option<String>,
+    /// `"native"`: Messages requests go to the upstream's own `/v1/messages`.
+    #[serde(default)]
+    messages: MessagesApi,
 }
 
 fn default_context_window() -> u32 {
@@ -150,6 +159,23 @@ pub(super) fn validate(
                 "must name an environment variable",
             );
         }
+        let tokenize = match m.tokenize.as_deref().map(Tokenize::parse) {
+            None => Tokenize::default(),
+            Some(Some(t)) => t,
+            Some(None) => {
+                err(
+                    format!("{p}.tokenize"),
+                    &format!("must be one of {}", Tokenize::NAMES.join(", ")),
+                );
+                Tokenize::default()
+            }
+        };
+        if m.messages == MessagesApi::Native && m.kind != ModelKind::Chat {
+            err(
+                format!("{p}.messages"),
+                "`native` is for chat models (the Messages API generates text)",
+            );
+        }
         let tls = m
             .tls
             .and_then(|t| super::tls::validate_client(t, &format!("{p}.tls"), base, err));
@@ -175,6 +201,8 @@ pub(super) fn validate(
                 },
                 fallbacks: m.fallbacks.into_iter().map(ModelId).collect(),
                 tls,
+                tokenize,
+                messages: m.messages,
             }));
         }
     }

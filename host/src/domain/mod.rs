@@ -9,6 +9,8 @@ mod models;
 mod plans;
 mod roles;
 
-pub use models::{AUTO_ROUTER, ModelConfig, ModelId, ModelKind, UpstreamTimeouts};
+pub use models::{
+    AUTO_ROUTER, MessagesApi, ModelConfig, ModelId, ModelKind, Tokenize, UpstreamTimeouts,
+};
 pub use plans::Plan;
 pub use roles::Role;

@@ -38,6 +38,18 @@ impl ModelKind {
     }
 }
 
+/// How a model's upstream takes an Anthropic Messages request (`/v1/messages`; issue 45,
+/// docs/MESSAGES.md): translated to a chat completion (every OpenAI-compatible server), or passed
+/// through to the upstream's own `/v1/messages` (vLLM, Ollama ≥ 0.14, llama.cpp server, SGLang).
+/// Chat, completions and embeddings requests go to the OpenAI endpoints either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessagesApi {
+    #[default]
+    Translate,
+    Native,
+}
+
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
     pub id: ModelId,
@@ -62,6 +74,38 @@ pub struct ModelConfig {
     /// The private CA bundle (and client certificate) for an `https` base URL; `None`: the
     /// system's trust store.
     pub tls: Option<crate::tls::ClientSpec>,
+    /// How `count_tokens` counts a prompt for this model (`tokenize` in the config).
+    pub tokenize: Tokenize,
+    /// How a Messages request reaches the upstream (`messages = "native"` in the config).
+    pub messages: MessagesApi,
+}
+
+/// How the deployment counts a prompt's tokens for `POST /v1/messages/count_tokens`
+/// (docs/MESSAGES.md, "Counting tokens"): the server's own tokenizer and chat template, or the
+/// gateway's estimate that errs high.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tokenize {
+    /// The gateway's o200k count scaled by the ratio learned for the model.
+    #[default]
+    Estimate,
+    /// vLLM's `POST /tokenize` with the chat body (`count` of the templated prompt).
+    Vllm,
+    /// llama.cpp server's `POST /apply-template`, then `POST /tokenize` on the prompt.
+    LlamaCpp,
+}
+
+impl Tokenize {
+    /// The config file's names for it.
+    pub const NAMES: [&str; 3] = ["estimate", "vllm", "llama.cpp"];
+
+    pub fn parse(s: &str) -> Option<Tokenize> {
+        match s {
+            "estimate" => Some(Tokenize::Estimate),
+            "vllm" => Some(Tokenize::Vllm),
+            "llama.cpp" => Some(Tokenize::LlamaCpp),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -7,6 +7,7 @@
 
 mod hints;
 mod language;
+mod ratio;
 mod tokens;
 
 use serde_json::{Map, Value};
@@ -17,6 +18,7 @@ use crate::policy::RouteFacts;
 
 pub use hints::{CLASSIFICATION_HEADER, GATEWAY_FIELDS, Profile};
 pub use language::{LanguageDetector, MAX_DETECT_CHARS, UNDETERMINED, supported_languages};
+pub use ratio::{PromptSize, TokenRatios};
 pub use tokens::TokenCounter;
 
 /// A request's facts, in the types of the WIT `request-facts` they fill.
@@ -90,6 +92,7 @@ pub struct FactsEngine {
     /// Only a router reads the language; without one, detection (most of this step's cost) is
     /// skipped and the language is [`UNDETERMINED`].
     detect_language: bool,
+    ratios: TokenRatios,
 }
 
 impl FactsEngine {
@@ -114,6 +117,7 @@ impl FactsEngine {
             detector: LanguageDetector::new(languages),
             tokens: std::sync::Arc::new(TokenCounter::new()?),
             detect_language: true,
+            ratios: TokenRatios::default(),
         })
     }
 
@@ -123,6 +127,16 @@ impl FactsEngine {
 
     pub fn tokens(&self) -> &TokenCounter {
         &self.tokens
+    }
+
+    /// The per-model ratios `count_tokens` estimates with, learned from billed prompts.
+    pub fn ratios(&self) -> &TokenRatios {
+        &self.ratios
+    }
+
+    /// A chat body as `count_tokens` estimates it (the facts' count, by script, with tools).
+    pub fn prompt_size(&self, chat: &Map<String, Value>) -> PromptSize {
+        PromptSize::of(&self.tokens, chat)
     }
 
     /// The tokenizer, shared (the document chunker counts with it on blocking threads).
@@ -181,7 +195,9 @@ pub fn strip_gateway_fields(body: &mut Map<String, Value>) {
 
 /// The text language detection reads: the last user message that has any letters (its string
 /// content, or its text parts joined by newlines), newest first. System prompts and assistant
-/// turns are not read: they are often boilerplate in another language than the user's.
+/// turns are not read: they are often boilerplate in another language than the user's; for the
+/// same reason neither are text parts that are wholly an agent's `<system-reminder>` (Claude Code
+/// puts one, in English, ahead of the user's prompt in the same message).
 /// Only the first few hundred bytes of each message are taken.
 fn user_text(messages: &[Value]) -> Option<String> {
     const MAX_BYTES: usize = MAX_DETECT_CHARS * 4;
@@ -193,7 +209,11 @@ fn user_text(messages: &[Value]) -> Option<String> {
         match m.get("content") {
             Some(Value::String(s)) => push_bounded(&mut text, s, MAX_BYTES),
             Some(Value::Array(parts)) => {
-                for t in parts.iter().filter_map(tokens::text_of_part) {
+                for t in parts
+                    .iter()
+                    .filter_map(tokens::text_of_part)
+                    .filter(|t| !is_agent_reminder(t))
+                {
                     if text.len() >= MAX_BYTES {
                         break;
                     }
@@ -210,6 +230,12 @@ fn user_text(messages: &[Value]) -> Option<String> {
         }
     }
     None
+}
+
+/// A text part that is only a coding agent's reminder to itself.
+fn is_agent_reminder(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with("<system-reminder>") && t.ends_with("</system-reminder>")
 }
 
 /// Appends as much of `s` as fits in `max` bytes, on a character boundary.

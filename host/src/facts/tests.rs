@@ -88,6 +88,25 @@ fn language_comes_from_the_newest_user_message_with_letters() {
         lang(json!([{"role": "system", "content": "You are terse."}])),
         UNDETERMINED
     );
+    // A coding agent's reminder ahead of the prompt, in its own part, is not the user's language
+    // (Claude Code's is longer than the detector's sample); a reminder alone falls back.
+    let reminder = format!(
+        "<system-reminder>\n{}</system-reminder>\n",
+        "Attribution for git commits and pull requests you create from here on. ".repeat(8)
+    );
+    assert_eq!(
+        lang(json!([{"role": "user", "content": [
+            {"type": "text", "text": reminder},
+            {"type": "text", "text": "ما هي عاصمة فرنسا؟"}]}])),
+        "ar"
+    );
+    assert_eq!(
+        lang(json!([
+            {"role": "user", "content": "ما هي عاصمة فرنسا؟"},
+            {"role": "user", "content": [{"type": "text", "text": reminder}]}
+        ])),
+        "ar"
+    );
     assert_eq!(
         lang(
             json!([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}])

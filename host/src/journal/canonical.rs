@@ -62,6 +62,18 @@ pub(super) fn key_objects<T>(
     out.extend_from_slice(b"],");
 }
 
+/// `"key":{…},`: one object whose members `members` writes as `"k":v,` in their sorted order.
+pub(super) fn key_object(out: &mut Vec<u8>, key: &str, members: impl FnOnce(&mut Vec<u8>)) {
+    key_only(out, key);
+    let start = out.len();
+    out.push(b'{');
+    members(out);
+    if out.len() > start + 1 {
+        out.pop(); // the last member's comma
+    }
+    out.extend_from_slice(b"},");
+}
+
 fn key_only(out: &mut Vec<u8>, key: &str) {
     string(out, key);
     out.push(b':');

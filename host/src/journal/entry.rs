@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::canonical::{key_objects, key_opt_str, key_opt_u64, key_str, key_u64};
+use super::tool_call::{self, ToolCallRecord};
 
 /// `prev_hash` of the first entry of a chain (seq 1): `sha256:` followed by 64 zeros.
 pub const GENESIS_HASH: &str =
@@ -72,11 +73,16 @@ pub struct EntryDraft {
     pub prompt_hash: Option<String>,
     pub routing_policy: Option<String>,
     pub residency_boundary: Option<String>,
+    /// Chunks a retrieval policy kept from leaving the gateway (docs/POLICIES.md, "Retrieval
+    /// policies"); `None` when it removed none.
+    pub retrieval_filtered: Option<u64>,
     pub status: Status,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     /// Time from request start to the entry, in microseconds.
     pub latency_us: u64,
+    /// The MCP tool call the request made (`mcp.tools/call`), else `None`.
+    pub mcp: Option<ToolCallRecord>,
 }
 
 /// An entry as hashed: every field but `journal_hash`. Field names are the on-disk keys.
@@ -104,10 +110,16 @@ pub struct Entry {
     pub prompt_hash: Option<String>,
     pub routing_policy: Option<String>,
     pub residency_boundary: Option<String>,
+    /// Absent from the line when `None` (entries from before it hash as they did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval_filtered: Option<u64>,
     pub status: Status,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub latency_us: u64,
+    /// Absent from the line when `None` (every entry but an MCP tool call's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<ToolCallRecord>,
 }
 
 /// An entry with its hash: what one line of a segment holds.
@@ -137,10 +149,12 @@ impl Entry {
             prompt_hash: draft.prompt_hash,
             routing_policy: draft.routing_policy,
             residency_boundary: draft.residency_boundary,
+            retrieval_filtered: draft.retrieval_filtered,
             status: draft.status,
             prompt_tokens: draft.prompt_tokens,
             completion_tokens: draft.completion_tokens,
             latency_us: draft.latency_us,
+            mcp: draft.mcp,
         }
     }
 
@@ -192,6 +206,9 @@ fn encode_split(entry: &Entry, head: &mut Vec<u8>, tail: &mut Vec<u8>) {
     key_opt_u64(head, "completion_tokens", entry.completion_tokens);
     key_str(tail, "key_id", &entry.key_id);
     key_u64(tail, "latency_us", entry.latency_us);
+    if let Some(record) = &entry.mcp {
+        tool_call::encode(tail, record);
+    }
     key_opt_str(tail, "model", entry.model.as_deref());
     key_str(tail, "prev_hash", &entry.prev_hash);
     key_opt_str(tail, "prompt_hash", entry.prompt_hash.as_deref());
@@ -202,6 +219,9 @@ fn encode_split(entry: &Entry, head: &mut Vec<u8>, tail: &mut Vec<u8>) {
         "residency_boundary",
         entry.residency_boundary.as_deref(),
     );
+    if let Some(n) = entry.retrieval_filtered {
+        key_u64(tail, "retrieval_filtered", n);
+    }
     key_opt_str(tail, "routing_policy", entry.routing_policy.as_deref());
     key_u64(tail, "seq", entry.seq);
     key_str(tail, "status", entry.status.as_str());
@@ -258,10 +278,14 @@ struct RawRecord {
     prompt_hash: Option<String>,
     routing_policy: Option<String>,
     residency_boundary: Option<String>,
+    #[serde(default)]
+    retrieval_filtered: Option<u64>,
     status: Status,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     latency_us: u64,
+    #[serde(default)]
+    mcp: Option<ToolCallRecord>,
     journal_hash: String,
 }
 
@@ -285,10 +309,12 @@ impl Record {
             prompt_hash: r.prompt_hash,
             routing_policy: r.routing_policy,
             residency_boundary: r.residency_boundary,
+            retrieval_filtered: r.retrieval_filtered,
             status: r.status,
             prompt_tokens: r.prompt_tokens,
             completion_tokens: r.completion_tokens,
             latency_us: r.latency_us,
+            mcp: r.mcp,
         };
         Ok(Record {
             entry,
@@ -418,7 +444,6 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn tagged_digests_are_lower_case_hex_of_sha256() {
@@ -430,46 +455,6 @@ mod tests {
         let d = digest("sha256:0", b"{", b"}");
         assert_eq!(d.len(), 7 + 64);
         assert_eq!(d, sha256_tagged(b"sha256:0{}"));
-    }
-
-    #[test]
-    fn formats_utc() {
-        assert_eq!(format_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(1_795_383_107_123);
-        assert_eq!(format_utc(t), "2026-11-22T21:31:47.123Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(format_utc(leap), "2000-02-29T00:00:00.000Z");
-    }
-
-    #[test]
-    fn parses_iso8601_and_round_trips_with_format_utc() {
-        let t = UNIX_EPOCH + Duration::from_millis(1_795_383_107_123);
-        assert_eq!(parse_iso8601("2026-11-22T21:31:47.123Z"), Some(t));
-        assert_eq!(
-            parse_iso8601("2026-11-23T00:31:47.123+03:00"),
-            Some(t),
-            "offsets are converted to UTC"
-        );
-        assert_eq!(
-            parse_iso8601("2026-11-22"),
-            Some(UNIX_EPOCH + Duration::from_secs(1_795_305_600))
-        );
-        assert_eq!(
-            parse_iso8601("2000-02-29T00:00Z"),
-            Some(UNIX_EPOCH + Duration::from_secs(951_782_400))
-        );
-        for bad in [
-            "",
-            "yesterday",
-            "2026-13-01",
-            "2026-02-30",
-            "2026-11-22T25:00:00Z",
-            "2026-11-22T21:31:47",
-            "2026-11-22T21:31:47.x1Z",
-            "26-11-22",
-        ] {
-            assert_eq!(parse_iso8601(bad), None, "{bad}");
-        }
     }
 
     fn sample() -> Entry {
@@ -488,10 +473,12 @@ mod tests {
                 prompt_hash: Some(sha256_tagged(b"hi")),
                 routing_policy: None,
                 residency_boundary: Some("eu".into()),
+                retrieval_filtered: None,
                 status: Status::Success,
                 prompt_tokens: Some(3),
                 completion_tokens: None,
                 latency_us: 42,
+                mcp: None,
             },
             1,
             GENESIS_HASH.into(),
@@ -560,10 +547,18 @@ mod tests {
                 prompt_hash: optional.then(|| "sha256:00".to_string()),
                 routing_policy: optional.then(|| "r".to_string()),
                 residency_boundary: optional.then(|| "eu".to_string()),
+                retrieval_filtered: optional.then_some(2),
                 status: Status::Blocked,
                 prompt_tokens: optional.then_some(u64::from(u32::MAX) * 1000),
                 completion_tokens: optional.then_some(0),
                 latency_us: 7,
+                mcp: optional.then(|| ToolCallRecord {
+                    arguments_hash: "sha256:01".into(),
+                    decision: "allow".into(),
+                    result_hash: (!text.is_empty()).then(|| text.to_string()),
+                    server: "records".into(),
+                    tool: text.into(),
+                }),
             },
             9_007_199_254_740_991, // 2^53 - 1, the largest integer JCS keeps exact
             GENESIS_HASH.into(),

@@ -13,6 +13,7 @@ pub mod retention;
 mod segment;
 mod tail;
 pub mod tlog;
+pub mod tool_call;
 mod verify;
 mod writer;
 
@@ -29,6 +30,7 @@ pub use entry::{
 pub use retention::Retention;
 pub use segment::{anchor_file_name, checkpoint_file_name, segment_file_name};
 pub use tail::{Line, Tail};
+pub use tool_call::ToolCallRecord;
 pub use verify::{ChainReport, Problem, TornTail, VerifyReport, verify_dir};
 pub use writer::{Ack, Journal, OpenReport};
 

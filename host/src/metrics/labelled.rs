@@ -173,7 +173,7 @@ impl Default for Labelled {
         );
         let policy_swaps = counter(
             "sovereign_policy_swaps_total",
-            "Wasm policies activated at run time (hot swaps), by kind (router, guardrail, shaper)",
+            "Wasm policies activated at run time (hot swaps), by kind (router, guardrail, shaper, tool, retrieval)",
             &["kind"],
         );
         let upstream_up = IntGaugeVec::new(

@@ -6,6 +6,7 @@
 //! actions, hot swaps, upstream health). docs/OPERATIONS.md lists them all.
 
 pub mod labelled;
+pub mod recent;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,6 +19,8 @@ pub use labelled::Labelled;
 pub struct Metrics {
     /// The labelled families (their own registry).
     pub by: Labelled,
+    /// The last hours of model traffic per minute (`GET /v1/admin/traffic`; not exposed here).
+    pub recent: recent::Recent,
     pub requests_total: AtomicU64,
     pub unauthenticated_total: AtomicU64,
     pub requests_inflight: AtomicU64,
@@ -30,6 +33,14 @@ pub struct Metrics {
     pub budget_refused_total: AtomicU64,
     pub journal_entries_total: AtomicU64,
     pub journal_append_failures_total: AtomicU64,
+    /// MCP tool calls answered by an upstream, refused by the gateway, failed upstream.
+    pub mcp_tool_calls_total: AtomicU64,
+    pub mcp_tool_calls_refused_total: AtomicU64,
+    pub mcp_tool_calls_failed_total: AtomicU64,
+    /// MCP prompt and resource reads (`prompts/get`, `resources/read`), the same three ways.
+    pub mcp_reads_total: AtomicU64,
+    pub mcp_reads_refused_total: AtomicU64,
+    pub mcp_reads_failed_total: AtomicU64,
     pub fallbacks_total: AtomicU64,
     pub breakers_open: AtomicU64,
     pub breaker_trips_total: AtomicU64,
@@ -51,13 +62,23 @@ pub struct Metrics {
     pub shared_changes_received_total: AtomicU64,
     pub shared_budget_acquires_total: AtomicU64,
     pub shared_budget_draws_total: AtomicU64,
+    /// The ingestion queue (issue 44): waiting and running documents, the oldest one's age and
+    /// the queued bytes (every replica's, read from the store every few seconds); documents
+    /// ended here and chunks embedded here (throughput).
+    pub ingest_queued: AtomicU64,
+    pub ingest_running: AtomicU64,
+    pub ingest_oldest_age_seconds: AtomicU64,
+    pub ingest_queued_bytes: AtomicU64,
+    pub ingest_completed_total: AtomicU64,
+    pub ingest_failed_total: AtomicU64,
+    pub ingest_chunks_total: AtomicU64,
 }
 
 /// One exposed series: name, type, help text, value.
-type Series<'a> = (&'static str, &'static str, &'static str, &'a AtomicU64);
+pub(crate) type Series<'a> = (&'static str, &'static str, &'static str, &'a AtomicU64);
 
 /// A process counter (or gauge) as the encoder's family of one unlabelled series.
-fn family((name, kind, help, v): &Series<'_>) -> MetricFamily {
+pub(crate) fn family((name, kind, help, v): &Series<'_>) -> MetricFamily {
     let value = v.load(Ordering::Relaxed) as f64;
     let mut m = Metric::default();
     let mut f = MetricFamily::default();
@@ -79,10 +100,12 @@ fn family((name, kind, help, v): &Series<'_>) -> MetricFamily {
 }
 
 impl Metrics {
-    /// The text exposition format: `# HELP`, `# TYPE` and the value of every series.
-    pub fn render(&self) -> String {
+    /// The text exposition format: `# HELP`, `# TYPE` and the value of every series, then the
+    /// families of the parts that count for themselves (`more`: the embedding engine's).
+    pub fn render(&self, more: Vec<MetricFamily>) -> String {
         let mut families: Vec<MetricFamily> = self.series().iter().map(family).collect();
         families.extend(self.by.gather());
+        families.extend(more);
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&families, &mut out) {
             tracing::error!(error = %e, "metrics could not be encoded");
@@ -91,8 +114,50 @@ impl Metrics {
     }
 
     /// Every series, in the order exposed.
-    fn series(&self) -> [Series<'_>; 32] {
+    fn series(&self) -> [Series<'_>; 45] {
         [
+            (
+                "sovereign_ingest_queued",
+                "gauge",
+                "Uploaded documents waiting in the ingestion queue (all replicas)",
+                &self.ingest_queued,
+            ),
+            (
+                "sovereign_ingest_running",
+                "gauge",
+                "Documents being ingested (all replicas)",
+                &self.ingest_running,
+            ),
+            (
+                "sovereign_ingest_oldest_age_seconds",
+                "gauge",
+                "Age of the oldest unfinished document in the ingestion queue",
+                &self.ingest_oldest_age_seconds,
+            ),
+            (
+                "sovereign_ingest_queued_bytes",
+                "gauge",
+                "Bytes of unfinished documents in the ingestion queue",
+                &self.ingest_queued_bytes,
+            ),
+            (
+                "sovereign_ingest_completed_total",
+                "counter",
+                "Documents this gateway ingested to completion",
+                &self.ingest_completed_total,
+            ),
+            (
+                "sovereign_ingest_failed_total",
+                "counter",
+                "Documents whose ingestion failed here",
+                &self.ingest_failed_total,
+            ),
+            (
+                "sovereign_ingest_chunks_total",
+                "counter",
+                "Chunks embedded by this gateway's ingestion workers",
+                &self.ingest_chunks_total,
+            ),
             (
                 "sovereign_shared_failures_total",
                 "counter",
@@ -242,6 +307,42 @@ impl Metrics {
                 "counter",
                 "Journal appends that failed (each failed its request: alert on any)",
                 &self.journal_append_failures_total,
+            ),
+            (
+                "sovereign_mcp_tool_calls_total",
+                "counter",
+                "MCP tool calls answered by an upstream server",
+                &self.mcp_tool_calls_total,
+            ),
+            (
+                "sovereign_mcp_tool_calls_refused_total",
+                "counter",
+                "MCP tool calls refused by the gateway (not permitted, quota, policy, guardrail)",
+                &self.mcp_tool_calls_refused_total,
+            ),
+            (
+                "sovereign_mcp_tool_calls_failed_total",
+                "counter",
+                "MCP tool calls whose upstream server was down, too slow or malformed",
+                &self.mcp_tool_calls_failed_total,
+            ),
+            (
+                "sovereign_mcp_reads_total",
+                "counter",
+                "MCP prompt and resource reads answered by an upstream server",
+                &self.mcp_reads_total,
+            ),
+            (
+                "sovereign_mcp_reads_refused_total",
+                "counter",
+                "MCP prompt and resource reads refused by the gateway (not permitted, guardrail)",
+                &self.mcp_reads_refused_total,
+            ),
+            (
+                "sovereign_mcp_reads_failed_total",
+                "counter",
+                "MCP prompt and resource reads whose upstream server was down, too slow or malformed",
+                &self.mcp_reads_failed_total,
             ),
             (
                 "sovereign_fallbacks_total",

@@ -103,8 +103,11 @@ async fn authenticated(
     key
 }
 
+/// The routes that only count a prompt (`count_tokens`): tokens per day do not refuse them.
+pub const COUNT_ONLY_PATHS: [&str; 1] = ["/v1/messages/count_tokens"];
+
 /// After authentication (and inside the journal): the key's address allow-list (403), request
-/// rate and tokens per day (429).
+/// rate and tokens per day (429; not on [`COUNT_ONLY_PATHS`]).
 pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let (Some(key), Some(ClientIp(ip))) = (
         req.extensions().get::<Arc<CachedKey>>().cloned(),
@@ -117,7 +120,13 @@ pub async fn admit(State(app): State<AppState>, req: Request, next: Next) -> Res
         body::discard(req.into_body(), &app.config().server).await;
         return refusal;
     }
-    let (rate, verdict) = access.admit(&key, ip).await;
+    let (rate, mut verdict) = access.admit(&key, ip).await;
+    // Counting generates nothing: the day's tokens do not refuse it (its request rate does).
+    if matches!(verdict, Err(crate::access::Refusal::Tokens(_)))
+        && COUNT_ONLY_PATHS.contains(&req.uri().path())
+    {
+        verdict = Ok(());
+    }
     let mut res = match verdict {
         Ok(()) => next.run(req).await,
         Err(refusal) => {

@@ -16,10 +16,13 @@ use super::audit::Audit;
 use super::audit::X_ACTOR_ID;
 use crate::access::Principal;
 use crate::auth::AuthError;
+use crate::domain::ModelId;
+use crate::facts::PromptSize;
 use crate::residency::Boundary;
 use crate::server::body;
 use crate::server::error::ApiError;
 use crate::state::AppState;
+use crate::upstream::Usage;
 
 /// The per-request context of an inference request. Cheap to clone (handles and `Arc`s), so a
 /// stream's end can carry it.
@@ -34,6 +37,31 @@ pub struct Call {
     /// Who the request is for: the body's `user`, else `X-Actor-ID`, else the key (set by
     /// [`Call::identify`]).
     pub actor: String,
+    /// The prompt as the gateway counted it, set by an endpoint whose billed prompts teach
+    /// `count_tokens`'s ratios (the Messages API): the answer phases hand it to
+    /// [`Call::learn_ratio`] with the upstream's usage.
+    pub prompt_size: Option<PromptSize>,
+}
+
+impl Call {
+    /// A call made later on behalf of an earlier request (the ingestion queue's worker): that
+    /// request's id, its principal and actor; no headers, nothing to journal.
+    pub fn on_behalf(app: AppState, request_id: &str, principal: Principal, actor: String) -> Call {
+        Call {
+            app,
+            ctx: RequestCtx {
+                id: request_id.into(),
+                started: tokio::time::Instant::now(),
+                operation: None,
+                trace: None,
+            },
+            principal: Arc::new(principal),
+            audit: Audit::default(),
+            headers: Arc::new(HeaderMap::new()),
+            actor,
+            prompt_size: None,
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for Call {
@@ -56,6 +84,7 @@ impl FromRequestParts<AppState> for Call {
             audit,
             headers: Arc::new(parts.headers.clone()),
             actor,
+            prompt_size: None,
         })
     }
 }
@@ -81,6 +110,17 @@ impl Call {
             allowed_regions: &self.principal.allowed_regions,
             allowed_models: &self.principal.allowed_models,
             sensitive: sensitive || self.principal.sensitive_only,
+        }
+    }
+
+    /// `model` was billed `usage` for this call's prompt: the ratio `count_tokens` estimates
+    /// with learns from it (when the endpoint counted the prompt, and the upstream reported).
+    pub fn learn_ratio(&self, model: &ModelId, usage: Option<Usage>) {
+        if let (Some(size), Some(usage)) = (&self.prompt_size, usage) {
+            self.app
+                .facts()
+                .ratios()
+                .observe(&model.0, size, usage.prompt_tokens);
         }
     }
 

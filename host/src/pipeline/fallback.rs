@@ -29,7 +29,7 @@ use crate::residency::{Boundary, Breach};
 use crate::routing::Route;
 use crate::server::error::ApiError;
 use crate::upstream::health::{Admission, Ticket};
-use crate::upstream::{Endpoint, Exchange, UpstreamError};
+use crate::upstream::{Exchange, Outbound, UpstreamError};
 
 /// Most candidates kept for one request (the routed model, the router's fallbacks, the
 /// configured ones); `health.max_attempts` bounds how many are tried.
@@ -148,17 +148,18 @@ pub fn served_route(route: &Route, model: &Arc<ModelConfig>) -> Route {
 }
 
 /// The upstream phase: tries the request's candidates (see the module's comment) in order until
-/// one answers. `body_for` encodes the upstream body for a model (its upstream name in it);
+/// one answers. `request_for` makes the upstream request for a model (its endpoint, the body
+/// with its upstream name in it: a request converts to what each candidate speaks at this last
+/// step);
 /// `reservation` was made at the routed model's prices; `max_out` is what it reserved for the
 /// answer (0 for embeddings). A model other than the routed one that served (or failed last) is
 /// what the journal entry names.
 pub async fn serve(
     call: &Call,
     routed: &Routed,
-    endpoint: Endpoint,
     max_out: u64,
     reservation: Reservation,
-    body_for: impl FnMut(&ModelConfig) -> Result<Bytes, ApiError>,
+    request_for: impl FnMut(&ModelConfig) -> Result<Outbound, ApiError>,
 ) -> Result<Served, NotServed> {
     let app = &call.app;
     let candidates = candidates(
@@ -166,12 +167,8 @@ pub async fn serve(
         app.config(),
         &call.boundary(routed.sensitive),
     );
-    let hop = Hop {
-        call,
-        endpoint,
-        max_out,
-    };
-    let outcome = hop.try_in_order(candidates, reservation, body_for).await;
+    let hop = Hop { call, max_out };
+    let outcome = hop.try_in_order(candidates, reservation, request_for).await;
     let model = match &outcome {
         Ok(s) => &s.model,
         Err(n) => &n.model,
@@ -185,7 +182,6 @@ pub async fn serve(
 /// Who is asking, for what: what trying a candidate needs besides the candidate.
 struct Hop<'a> {
     call: &'a Call,
-    endpoint: Endpoint,
     max_out: u64,
 }
 
@@ -194,7 +190,7 @@ impl Hop<'_> {
         &self,
         candidates: Candidates,
         reservation: Reservation,
-        mut body_for: impl FnMut(&ModelConfig) -> Result<Bytes, ApiError>,
+        mut request_for: impl FnMut(&ModelConfig) -> Result<Outbound, ApiError>,
     ) -> Result<Served, NotServed> {
         let app = &self.call.app;
         let request_id = &self.call.ctx.id;
@@ -228,7 +224,7 @@ impl Hop<'_> {
                 self.fallback_event(&from, model, reason, status);
             }
             tried += 1;
-            let body = match body_for(model) {
+            let outbound = match request_for(model) {
                 Ok(b) => b,
                 Err(error) => {
                     r.release();
@@ -245,10 +241,7 @@ impl Hop<'_> {
             }
             let traceparent = span.as_ref().and_then(crate::traces::Trace::traceparent);
             let started = Instant::now();
-            let posted = app
-                .upstreams()
-                .post(model, self.endpoint, body, traceparent)
-                .await;
+            let posted = app.upstreams().post(model, outbound, traceparent).await;
             self.call.audit.upstream_time(started.elapsed());
             if let (Some(s), Err(e)) = (&span, &posted) {
                 s.fail(e.to_string());

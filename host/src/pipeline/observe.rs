@@ -87,7 +87,20 @@ impl Drop for Ended {
                 status,
                 error_type: self.error_type.unwrap_or(""),
             };
-            m.request(&labels, self.started.elapsed(), o.upstream, o.streamed);
+            let took = self.started.elapsed();
+            m.request(&labels, took, o.upstream, o.streamed);
+            // A request that named a model, in the console's per-minute view (served model,
+            // else the one asked for).
+            let model = if routed.is_empty() {
+                o.requested
+            } else {
+                routed
+            };
+            if !model.is_empty() {
+                self.metrics
+                    .recent
+                    .request(model, self.status.as_u16(), took);
+            }
             if let Some(model) = o.served
                 && (o.prompt_tokens > 0 || o.completion_tokens > 0)
             {

@@ -47,6 +47,33 @@ pub(crate) mod webhook_world {
     });
 }
 
+/// The `tool-policy` world (MCP tool calls), sharing the router world's `types` and `host`.
+pub mod tool_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "tool-policy",
+        exports: { default: async },
+        with: {
+            "sovereign:policy/types": super::sovereign::policy::types,
+            "sovereign:policy/host": super::sovereign::policy::host,
+        },
+    });
+}
+
+/// The `retrieval-policy` world (filter and re-rank retrieved chunks), sharing the router
+/// world's `types` and `host`.
+pub mod retrieval_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "retrieval-policy",
+        exports: { default: async },
+        with: {
+            "sovereign:policy/types": super::sovereign::policy::types,
+            "sovereign:policy/host": super::sovereign::policy::host,
+        },
+    });
+}
+
 pub(crate) use guardrail_world::exports::sovereign::policy::guardrail::{
     Message as WitMessage, Stage as WitStage, Verdict as WitVerdict,
 };
@@ -57,8 +84,14 @@ pub(crate) use webhook_world::exports::sovereign::policy::webhook_shaper::{
 };
 
 use self::sovereign::policy::host::Level;
-pub(crate) use self::sovereign::policy::types::{ModelInfo, RequestFacts};
+pub(crate) use self::sovereign::policy::types::{Caller as WitCaller, ModelInfo, RequestFacts};
 pub(crate) use exports::sovereign::policy::router::RouteDecision;
+pub(crate) use retrieval_world::RetrievalPolicyPre;
+pub(crate) use retrieval_world::exports::sovereign::policy::retrieval::Selection as WitSelection;
+pub(crate) use tool_world::ToolPolicyPre;
+pub(crate) use tool_world::exports::sovereign::policy::tool::{
+    CallVerdict as WitCallVerdict, ResultVerdict as WitResultVerdict, ToolCall as WitToolCall,
+};
 
 /// Longest log message kept from a policy, in bytes; the rest is cut.
 const MAX_LOG_BYTES: usize = 1024;

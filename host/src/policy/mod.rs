@@ -4,7 +4,8 @@
 //! becomes a [`PolicyError`] and never takes the gateway down.
 //!
 //! The contract is `wit/policy.wit`, bound once in [`bindings`]. Routers: [`RouterPolicy`];
-//! guardrails: [`GuardrailPolicy`]; webhook shapers: [`shaper::Shapers`].
+//! guardrails: [`GuardrailPolicy`]; webhook shapers: [`shaper::Shapers`]; MCP tool calls:
+//! [`tool::ToolPolicies`]; retrieved chunks: [`retrieval::RetrievalPolicies`].
 
 mod bindings;
 mod cache;
@@ -12,8 +13,11 @@ mod call;
 pub mod golden;
 pub mod guardrail;
 mod pool;
+pub mod retrieval;
 mod router;
 pub mod shaper;
+mod slot;
+pub mod tool;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +28,7 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 pub use crate::config::{DEFAULT_WARM_MAX_CALLS, PoolMode};
 pub use guardrail::{GuardrailPolicy, Stage as GuardrailStage, Verdict as GuardrailVerdict};
 pub use router::{Candidate, RouteFacts, RouterDecision, RouterPolicy, WORLD as ROUTER_WORLD};
+pub use slot::Installed;
 
 /// Settings of the policy host (one per process).
 #[derive(Debug, Clone)]

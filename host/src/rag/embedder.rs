@@ -1,24 +1,25 @@
 //! Where the library's vectors come from: the built-in multilingual e5 model, in process (the
 //! default), or an embedding model served upstream (vLLM, TEI, Ollama…) named by `[documents]
 //! embedding_model`. Ingestion and queries always use the same one; stored vectors are tagged with
-//! [`Embedder::key`], so vectors of two models never mix.
+//! [`Embedder::key`], so vectors of two models never mix. The built-in model runs behind the
+//! engine's scheduler (`engine`): queries before ingestion, teams in turn, abandoned work dropped.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use sovereign_retrieval::E5Model;
 use sovereign_retrieval::confidence::{self, Calibration};
 
-use super::{BUILTIN_MODEL, RagError, blocking};
+use super::engine::{Class, Engine};
+use super::{BUILTIN_MODEL, RagError};
 use crate::domain::ModelConfig;
-use crate::upstream::{Endpoint, Upstreams};
+use crate::upstream::{Endpoint, Outbound, Upstreams};
 
 /// Inputs per upstream embeddings request.
 const UPSTREAM_BATCH: usize = 64;
 
 pub enum Embedder {
-    Builtin(Arc<E5Model>),
+    Builtin(Arc<Engine>),
     Upstream(UpstreamEmbedder),
 }
 
@@ -42,20 +43,24 @@ impl Embedder {
         }
     }
 
-    /// What stored vectors are tagged with: the model and, for the built-in one, its weights file.
+    /// What stored vectors are tagged with: the model and, for the built-in one, its weights file;
+    /// then how chunks were embedded (`headers::EMBEDDING_CONTEXT`). Documents stored under
+    /// another key are re-embedded at start.
     pub fn key(&self) -> String {
+        let context = super::headers::EMBEDDING_CONTEXT;
         match self {
-            Embedder::Builtin(m) => {
+            Embedder::Builtin(e) => {
+                let m = e.model();
                 let sha = m.sha256();
-                format!("{}@{}", m.model_id(), &sha[..sha.len().min(12)])
+                format!("{}@{}+{context}", m.model_id(), &sha[..sha.len().min(12)])
             }
-            Embedder::Upstream(u) => format!("{}@upstream-{}d", u.model.id, u.dims),
+            Embedder::Upstream(u) => format!("{}@upstream-{}d+{context}", u.model.id, u.dims),
         }
     }
 
     pub fn dims(&self) -> usize {
         match self {
-            Embedder::Builtin(m) => m.dims(),
+            Embedder::Builtin(e) => e.model().dims(),
             Embedder::Upstream(u) => u.dims,
         }
     }
@@ -64,40 +69,44 @@ impl Embedder {
     /// file has one: another model's similarities are on another scale).
     pub fn calibration(&self) -> Option<&'static Calibration> {
         match self {
-            Embedder::Builtin(m) => confidence::calibration_for(m.model_id(), m.sha256()),
+            Embedder::Builtin(e) => {
+                confidence::calibration_for(e.model().model_id(), e.model().sha256())
+            }
             Embedder::Upstream(_) => None,
         }
     }
 
-    /// Query vectors and the tokens the model read.
-    pub async fn queries(&self, texts: Vec<String>) -> Result<(Vec<Vec<f32>>, u64), RagError> {
+    /// Query vectors for `team` (interactive work) and the tokens the model read.
+    pub async fn queries_for(
+        &self,
+        team: &str,
+        texts: Vec<String>,
+    ) -> Result<(Vec<Vec<f32>>, u64), RagError> {
         match self {
-            Embedder::Builtin(m) => {
-                let m = Arc::clone(m);
-                blocking(move || {
-                    let tokens = texts.iter().map(|t| m.token_count(t, true) as u64).sum();
-                    let vectors = texts
-                        .iter()
-                        .map(|t| m.embed_query(t))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Ok((vectors, tokens))
-                })
-                .await
+            Embedder::Builtin(e) => {
+                let job = e.prepare(texts, true).await?;
+                let tokens = job.tokens();
+                Ok((e.run(job, team, Class::Interactive).await?, tokens))
             }
             Embedder::Upstream(u) => u.embed(&u.query_prefix, &texts).await,
         }
     }
 
-    /// Passage vectors (document chunks).
+    /// Passage vectors (document chunks), as the system's bulk work (no team).
     pub async fn passages(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, RagError> {
+        self.passages_for("", texts).await
+    }
+
+    /// Passage vectors for `team`'s document (bulk work: after every waiting query).
+    pub async fn passages_for(
+        &self,
+        team: &str,
+        texts: Vec<String>,
+    ) -> Result<Vec<Vec<f32>>, RagError> {
         match self {
-            Embedder::Builtin(m) => {
-                let m = Arc::clone(m);
-                blocking(move || {
-                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    Ok(m.embed_passages(&refs)?)
-                })
-                .await
+            Embedder::Builtin(e) => {
+                let job = e.prepare(texts, false).await?;
+                e.run(job, team, Class::Bulk).await
             }
             Embedder::Upstream(u) => Ok(u.embed(&u.passage_prefix, &texts).await?.0),
         }
@@ -121,8 +130,7 @@ impl UpstreamEmbedder {
                 .client
                 .post(
                     &self.model,
-                    Endpoint::Embeddings,
-                    Bytes::from(body.to_string()),
+                    Outbound::new(Endpoint::Embeddings, Bytes::from(body.to_string())),
                     None,
                 )
                 .await?;

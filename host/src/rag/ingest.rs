@@ -48,7 +48,7 @@ pub struct Extracted {
     pub pages: Option<u32>,
     pub texts: Vec<String>,
     /// Each chunk's page (PDF) and first paragraph.
-    places: Vec<(Option<u32>, u32)>,
+    pub places: Vec<(Option<u32>, u32)>,
     /// o200k tokens of all chunks (what usage records).
     pub tokens: u64,
     /// Held until the document is stored: uploads at once are bounded.
@@ -160,9 +160,43 @@ impl Library {
         sha256: String,
         extracted: Extracted,
     ) -> Result<(DocumentRecord, bool), RagError> {
-        let texts = extracted.texts;
-        let vectors = self.embedder()?.passages(texts.clone()).await?;
+        let vectors = self.passages(&upload, &extracted.texts).await?;
         let id = format!("doc_{}", uuid::Uuid::now_v7().simple());
+        self.keep(id, upload, sha256, extracted, vectors).await
+    }
+
+    /// Embeds chunk texts of `upload` as passages, each alone and after its document's title (the
+    /// contextual chunk header), as the uploader's team's work on the shared engine: a whole
+    /// document here, a window at a time in the ingestion queue. One vector per chunk, both
+    /// halves in it (`headers::stored_vectors`).
+    pub async fn passages(
+        &self,
+        upload: &Upload,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, RagError> {
+        let title = super::headers::title(&upload.filename, &upload.metadata);
+        let vectors = self
+            .embedder()?
+            .passages_for(
+                &upload.team_id,
+                super::headers::texts_to_embed(&title, texts),
+            )
+            .await?;
+        Ok(super::headers::stored_vectors(vectors))
+    }
+
+    /// Stores the embedded document as `id` in one transaction and adds it to the index (what
+    /// [`Library::add`] and the ingestion queue's worker end with). `false` with the existing
+    /// record when the same bytes were stored meanwhile.
+    pub async fn keep(
+        &self,
+        id: String,
+        upload: Upload,
+        sha256: String,
+        extracted: Extracted,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<(DocumentRecord, bool), RagError> {
+        let texts = extracted.texts;
         let chunks = texts
             .iter()
             .zip(&vectors)
@@ -201,6 +235,8 @@ impl Library {
             upload.collection.clone(),
             record.id.clone(),
         );
+        let title = super::headers::title(&upload.filename, &upload.metadata);
+        let names = super::headers::names(&upload.metadata);
         blocking(move || {
             let mut index = write(&index);
             for ((chunk_id, text), vector) in chunk_ids.iter().zip(&texts).zip(&vectors) {
@@ -215,6 +251,7 @@ impl Library {
                     })
                     .map_err(|e| RagError::Worker(format!("indexing: {e}")))?;
             }
+            index.set_document_header(&document, &title, &names);
             Ok(())
         })
         .await?;

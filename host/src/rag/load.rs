@@ -13,6 +13,8 @@ use sovereign_retrieval::{ChunkRow, E5Model, Index, find_model};
 use tokio::sync::Semaphore;
 
 use super::embedder::{Embedder, UpstreamEmbedder};
+use super::engine::Engine;
+use super::headers::{names, stored_vectors, texts_to_embed, title};
 use super::{BUILTIN_MODEL, Entry, Library, RagError, blocking};
 use crate::config::DocumentsConfig;
 use crate::domain::ModelConfig;
@@ -33,12 +35,14 @@ impl Library {
             Some(id) => upstream_embedder(config, models, id).await,
             None => match config.model.clone() {
                 Some(path) => Ok(Embedder::Builtin(Arc::new(
-                    load_model(path)
+                    load_model(path, config.threads, config.engine_nice)
                         .await
                         .context("[documents] model could not be loaded")?,
                 ))),
                 None => match find_model() {
-                    Ok(path) => Ok(Embedder::Builtin(Arc::new(load_model(path).await?))),
+                    Ok(path) => Ok(Embedder::Builtin(Arc::new(
+                        load_model(path, config.threads, config.engine_nice).await?,
+                    ))),
                     Err(e) => Err(e.to_string()),
                 },
             },
@@ -80,10 +84,19 @@ impl Library {
             .collect::<HashMap<_, _>>();
         let index = match &embedder {
             Ok(e) => {
-                let stale: Vec<String> = documents
+                // Stored by another model, or embedded another way (`headers::EMBEDDING_CONTEXT`):
+                // re-embedded, each chunk alone and after its document's title.
+                let stale: Vec<(String, String)> = documents
                     .iter()
                     .filter(|d| d.model != model_key)
-                    .map(|d| d.id.clone())
+                    .map(|d| {
+                        (
+                            d.id.clone(),
+                            catalogue
+                                .get(&d.id)
+                                .map_or_else(String::new, |e| title(&e.filename, &e.metadata)),
+                        )
+                    })
                     .collect();
                 reembed(store.as_ref(), e, &model_key, &stale).await?;
                 let rows = store.chunk_vectors(model_key.clone()).await?;
@@ -106,6 +119,12 @@ impl Library {
                 .await?;
                 // The cosine prior the calibration was fitted with (small collections).
                 index.set_score_prior(calibration.map(|c| c.score_prior));
+                // Each document's title and aliases (the entity rule): from the catalogue, so an
+                // index is always rebuilt with them, whatever stored it.
+                for (id, entry) in &catalogue {
+                    let title = title(&entry.filename, &entry.metadata);
+                    index.set_document_header(id, &title, &names(&entry.metadata));
+                }
                 index
             }
             Err(_) => Index::new(1, String::new()),
@@ -143,15 +162,25 @@ impl Library {
             },
             tokens,
             ingests: Arc::new(Semaphore::new(config.concurrent_ingests)),
+            max_embedding_tokens: config.max_embedding_tokens,
             replicas: None,
         })
     }
 }
 
-async fn load_model(path: PathBuf) -> anyhow::Result<E5Model> {
-    let model = tokio::task::spawn_blocking(move || E5Model::load(path)).await??;
-    tracing::info!(model = BUILTIN_MODEL, path = %model.path().display(), "embedding model loaded");
-    Ok(model)
+/// The built-in model on ONNX Runtime with `threads` intra-op threads at `nice`, behind its
+/// scheduler.
+async fn load_model(path: PathBuf, threads: usize, nice: i32) -> anyhow::Result<Engine> {
+    let engine = Engine::start(nice, move || E5Model::load_with_threads(path, threads)).await?;
+    let model = engine.model();
+    tracing::info!(
+        model = BUILTIN_MODEL,
+        path = %model.path().display(),
+        threads = model.threads(),
+        nice,
+        "embedding model loaded"
+    );
+    Ok(engine)
 }
 
 /// The `[[models]]` embedding model named by `[documents] embedding_model`, probed once so its
@@ -192,12 +221,13 @@ async fn upstream_embedder(
     Ok(Embedder::Upstream(upstream))
 }
 
-/// Re-embeds documents stored with another model's vectors, from their stored chunk text.
+/// Re-embeds documents stored with another model's vectors (or embedded another way), from their
+/// stored chunk text, each chunk alone and after its document's title (`headers::stored_vectors`).
 async fn reembed(
     store: &dyn DocumentStore,
     embedder: &Embedder,
     model_key: &str,
-    documents: &[String],
+    documents: &[(String, String)],
 ) -> Result<(), RagError> {
     if documents.is_empty() {
         return Ok(());
@@ -207,13 +237,13 @@ async fn reembed(
         model = model_key,
         "re-embedding documents stored with another embedding model"
     );
-    for id in documents {
+    for (id, title) in documents {
         let chunks = store.document_chunks(id.clone()).await?;
         let texts: Vec<String> = chunks.iter().map(|c| c.text.clone()).collect();
-        let vectors = embedder.passages(texts).await?;
+        let vectors = embedder.passages(texts_to_embed(title, &texts)).await?;
         let rows = chunks
             .iter()
-            .zip(vectors)
+            .zip(stored_vectors(vectors))
             .map(|(c, v)| (c.id, vector_to_bytes(&v)))
             .collect();
         store

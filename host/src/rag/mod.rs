@@ -2,7 +2,8 @@
 //! uploads into stored, embedded chunks (`ingest`) and answers queries with citations and a
 //! calibrated confidence (`query`), checks collection names and metadata (`checks`), keeps the
 //! files and vector stores of the OpenAI surface (`files`) and records the embedding model's work
-//! in usage (`usage`). It knows no HTTP: `pipeline::library` runs the
+//! in usage (`usage`); `headers` makes a document's title and aliases the names all its chunks
+//! are about (the entity rule). It knows no HTTP: `pipeline::library` runs the
 //! request's phases (guardrail, journal, usage) around it for the endpoints.
 //!
 //! The engines are the workspace's own crates: `sovereign-documents` (detect, extract in a
@@ -12,7 +13,9 @@
 
 mod checks;
 mod embedder;
+pub mod engine;
 mod files;
+mod headers;
 mod ingest;
 mod load;
 mod query;
@@ -25,6 +28,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::{Map, Value};
 use sovereign_documents::{ChildConfig, ChunkConfig, ExtractError, Limits};
 use sovereign_retrieval::confidence::Calibration;
+use sovereign_retrieval::embed::EmbedJob;
 use sovereign_retrieval::{EmbedError, Index};
 use tokio::sync::Semaphore;
 
@@ -98,6 +102,8 @@ pub struct Library {
     tokens: Arc<TokenCounter>,
     /// Uploads extracted and embedded at once (`[documents] concurrent_ingests`).
     ingests: Arc<Semaphore>,
+    /// `[documents] max_embedding_tokens`.
+    max_embedding_tokens: u64,
     /// With replicas: where to announce documents added or deleted here (`sync.rs`).
     replicas: Option<(crate::shared::Shared, Arc<crate::metrics::Metrics>)>,
 }
@@ -258,16 +264,34 @@ impl Library {
         Ok((page, more))
     }
 
-    /// Embeds `texts` as queries with the built-in model: what `/v1/embeddings` serves for it.
-    /// Returns the vectors and the tokens the model read.
-    pub async fn embed(&self, texts: Vec<String>) -> Result<(Vec<Vec<f32>>, u64), RagError> {
+    /// `texts` tokenized as queries for the built-in model, not run yet: what `/v1/embeddings`
+    /// serves for it, so the caller can weigh the job ([`EmbedJob::tokens`]) before running it.
+    pub async fn prepare_builtin(&self, texts: Vec<String>) -> Result<EmbedJob, RagError> {
+        self.builtin_engine()?.prepare(texts, true).await
+    }
+
+    /// Runs a job from [`Library::prepare_builtin`] for `team` as interactive work. Dropping the
+    /// future cancels the job's remaining windows.
+    pub async fn run_builtin(&self, job: EmbedJob, team: &str) -> Result<Vec<Vec<f32>>, RagError> {
+        self.builtin_engine()?
+            .run(job, team, engine::Class::Interactive)
+            .await
+    }
+
+    fn builtin_engine(&self) -> Result<&engine::Engine, RagError> {
         match self.embedder()?.as_ref() {
-            e @ Embedder::Builtin(_) => e.queries(texts).await,
+            Embedder::Builtin(e) => Ok(e),
             Embedder::Upstream(u) => Err(RagError::Unavailable(format!(
                 "the built-in model is not loaded: documents embed with `{}` ([documents] embedding_model)",
                 u.model.id
             ))),
         }
+    }
+
+    /// Most tokens one `/v1/embeddings` request may ask of the built-in model
+    /// (`[documents] max_embedding_tokens`).
+    pub fn max_embedding_tokens(&self) -> u64 {
+        self.max_embedding_tokens
     }
 }
 

@@ -1,12 +1,12 @@
 //! Retrieval: the query embedded with the built-in model, one collection of the team (or all of
 //! them) searched (vector + BM25, fused), the answerability confidence computed from the
-//! calibrated model, and the hits joined with their stored text into citations.
+//! calibrated model (and the entity rule), and the hits joined with their stored text into citations.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use sovereign_retrieval::confidence::{Calibration, Features};
+use sovereign_retrieval::confidence::{Calibration, Features, with_entities};
 use sovereign_retrieval::index::ChunkMeta;
 use sovereign_retrieval::{Filter, Hit, SearchResults};
 
@@ -106,7 +106,9 @@ impl Library {
             query.collection.clone(),
             query.top_k,
         );
-        let (mut vectors, query_tokens) = embedder.queries(vec![text.clone()]).await?;
+        let (mut vectors, query_tokens) = embedder
+            .queries_for(&query.team_id, vec![text.clone()])
+            .await?;
         let vector = vectors.pop().unwrap_or_default();
         let results = blocking(move || {
             let one = collection.as_deref().map(|c| [c]);
@@ -169,14 +171,17 @@ impl Library {
 }
 
 /// The calibrated probability that the collection answers the query (0.5 without a calibration
-/// for this model file: "unknown", said loudly at start).
+/// for this model file: "unknown", said loudly at start), lowered by the entity rule when the
+/// query names something the searched documents do not hold or the best hit is not from the
+/// document it names (`confidence::with_entities`).
 fn query_confidence(calibration: Option<&Calibration>, results: &SearchResults) -> f64 {
     if results.hits.is_empty() {
         return 0.0;
     }
-    calibration.map_or(0.5, |c| {
+    let p = calibration.map_or(0.5, |c| {
         c.logistic.predict(&Features::from_results(results))
-    })
+    });
+    with_entities(p, results)
 }
 
 /// The same calibrated model applied to one citation's own evidence (`Features::for_hit`: its

@@ -74,6 +74,13 @@ impl Library {
             return Ok(());
         }
         let rows = self.store.document_vectors(id.to_owned()).await?;
+        let metadata =
+            serde_json::from_str::<Map<String, Value>>(&record.metadata).unwrap_or_default();
+        let (title, names) = (
+            super::headers::title(&record.filename, &metadata),
+            super::headers::names(&metadata),
+        );
+        let document = id.to_owned();
         let index = Arc::clone(&self.index);
         blocking(move || {
             let mut index = write(&index);
@@ -89,11 +96,10 @@ impl Library {
                     })
                     .map_err(|e| RagError::Worker(format!("indexing: {e}")))?;
             }
+            index.set_document_header(&document, &title, &names);
             Ok(())
         })
         .await?;
-        let metadata =
-            serde_json::from_str::<Map<String, Value>>(&record.metadata).unwrap_or_default();
         write(&self.catalogue).insert(
             record.id.clone(),
             Arc::new(Entry {

@@ -56,6 +56,20 @@ pub fn money(param: &str, v: f64) -> Result<Micros, ApiError> {
     })
 }
 
+/// A count given as text (a query parameter): an integer from 1 to `max`, else a 400 naming
+/// `param`.
+pub fn count(param: &str, text: &str, max: usize) -> Result<usize, ApiError> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                param,
+                format!("`{param}` must be an integer from 1 to {max}."),
+            )
+        })
+}
+
 /// Query parameters read into `T`, refused with a 400 in the convention's error shape (axum's
 /// own `Query` answers in plain text).
 pub struct Query<T>(pub T);

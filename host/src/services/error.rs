@@ -48,4 +48,6 @@ pub enum ServiceError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Webhook(#[from] WebhookError),
+    #[error("{0}")]
+    Mcp(#[from] crate::mcp::McpError),
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::ServiceError;
 use crate::access::Access;
 use crate::budget::Budgets;
-use crate::store::{CreatedKey, KeyId, KeyInfo, NewKey, Store, TeamId};
+use crate::store::{BudgetScope, CreatedKey, KeyId, KeyInfo, KeyLimits, NewKey, Store, TeamId};
 
 /// The keys' service, borrowing the gateway's parts (`AppState::keys`).
 pub struct Keys<'a> {
@@ -84,6 +84,24 @@ impl<'a> Keys<'a> {
             old_id,
             old,
         })
+    }
+
+    /// Changes `id`'s limits: when this returns, the next request on any replica is held to
+    /// them (the cached key is dropped everywhere; a new budget limit applies at once).
+    pub async fn update_limits(
+        &self,
+        id: String,
+        limits: KeyLimits,
+    ) -> Result<KeyInfo, ServiceError> {
+        let budget = limits.budget;
+        let info = self.store.update_key_limits(KeyId(id), limits).await?;
+        self.access.invalidate_key(&info.id.0).await;
+        if let Some(limit) = budget {
+            self.budgets
+                .set_limit(&BudgetScope::Key(info.id.clone()), limit)
+                .await;
+        }
+        Ok(info)
     }
 
     /// Revokes `id`: when this returns, the key authenticates on no replica.

@@ -11,6 +11,7 @@
 mod cert_identities;
 mod error;
 mod keys;
+mod mcp;
 mod policies;
 mod teams;
 mod webhooks;
@@ -18,6 +19,7 @@ mod webhooks;
 pub use cert_identities::CertIdentities;
 pub use error::ServiceError;
 pub use keys::{Keys, Rotated};
+pub use mcp::McpServers;
 pub use policies::{Guardrail, Policies, PolicyParts, RouterVersions};
 pub use teams::Teams;
 pub use webhooks::Subscriptions;

@@ -1,6 +1,6 @@
 //! [`Policies`]: router policy versions uploaded and activated, the guardrail swapped. Each write
 //! validates and applies the change on this replica, counts the swap, then — when replicas share
-//! the store (docs/SCALE-OUT.md) — stores it (`Store::save_policy`, `activate_policy`) and
+//! the store (docs/SCALE-OUT.md) — stores it (`PolicyStore::save_policy`, `activate_policy`) and
 //! announces it, so every other replica loads it (`AppState::follow_policies` is that side). On
 //! the embedded store one process holds its versions in memory and nothing is stored.
 

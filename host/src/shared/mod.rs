@@ -94,6 +94,8 @@ pub enum Change {
     Policies,
     /// The guardrail was swapped: follow the stored active one.
     Guardrail,
+    /// MCP servers were registered or removed, or a key's tool allowlist changed: reload them.
+    Mcp,
 }
 
 impl Change {
@@ -105,6 +107,7 @@ impl Change {
             Change::Webhooks => "webhooks".into(),
             Change::Policies => "policies".into(),
             Change::Guardrail => "guardrail".into(),
+            Change::Mcp => "mcp".into(),
             // Document ids (`doc_…`) hold no ':'; team ids may.
             Change::Document { team, id } => format!("document:{id}:{team}"),
         }
@@ -127,6 +130,7 @@ impl Change {
                 "webhooks" => Change::Webhooks,
                 "policies" => Change::Policies,
                 "guardrail" => Change::Guardrail,
+                "mcp" => Change::Mcp,
                 _ => return None,
             },
         })
@@ -204,6 +208,7 @@ mod tests {
             Change::Webhooks,
             Change::Policies,
             Change::Guardrail,
+            Change::Mcp,
             Change::Document {
                 team: "team:x".into(),
                 id: "doc_01".into(),

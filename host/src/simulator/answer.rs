@@ -1,6 +1,8 @@
 //! What a simulated model says: a deterministic answer in the model's own language that names the
-//! model and echoes the question, split into stream tokens; word-count token usage; and
-//! deterministic embeddings (hashed character trigrams, so similar texts get similar vectors).
+//! model and echoes the question, split into stream tokens; its reasoning (when asked) and its
+//! signature; the tool call it makes when offered tools, whole or as the many small argument
+//! fragments real servers stream; word-count token usage; and deterministic embeddings (hashed
+//! character trigrams, so similar texts get similar vectors).
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -83,6 +85,89 @@ fn instance(schema: &Value, text: &str, depth: usize) -> Value {
     }
 }
 
+/// The reasoning a model streams before its answer when reasoning is on: deterministic, naming
+/// the model and the question (and the fixed answer `PUT /_sim/replies/{id}` set, which the model
+/// then thinks through first), as tokens.
+pub fn reasoning_tokens(model: &SimModel, question: &str, fixed: Option<&str>) -> Vec<String> {
+    let snippet: String = question.chars().take(40).collect();
+    let plan = match fixed {
+        Some(text) => format!("I will say: {text}"),
+        None => "I answer plainly.".to_string(),
+    };
+    split(&format!(
+        "The user asks \"{snippet}\". I am {}; {plan}",
+        model.id
+    ))
+}
+
+/// The signature the simulator gives a thinking block (and checks on a replayed one).
+pub fn signature(thinking: &str) -> String {
+    format!(
+        "simsig-{}",
+        hex::encode(&Sha256::digest(thinking.as_bytes())[..8])
+    )
+}
+
+/// The tool call a simulated model answers with when the request offers tools and the last
+/// message is not a tool's result: the first tool (chat's `function.name`, else Messages'
+/// `name`), arguments `{"text": <the answer's text>}`.
+pub fn tool_call(body: &Value, answering_a_tool: bool, text: &str) -> Option<(String, Value)> {
+    let tool = body.get("tools").and_then(Value::as_array)?.first()?;
+    let name = tool
+        .pointer("/function/name")
+        .or_else(|| tool.get("name"))
+        .and_then(Value::as_str)?;
+    (!answering_a_tool).then(|| (name.to_owned(), serde_json::json!({ "text": text })))
+}
+
+/// [`tool_call`] as a chat `tool_calls` entry (the chat door's).
+pub fn chat_tool_call(body: &Value, messages: &[Value], text: &str) -> Option<Value> {
+    let answering_a_tool =
+        messages.last().and_then(|m| m.get("role")) == Some(&Value::from("tool"));
+    let (name, args) = tool_call(body, answering_a_tool, text)?;
+    Some(serde_json::json!({"id": "call_sim_1", "type": "function",
+                            "function": {"name": name, "arguments": args.to_string()}}))
+}
+
+/// The chat door's reasoning tokens: none unless the model's behaviour says `reasoning`.
+pub fn chat_reasoning(
+    model: &SimModel,
+    messages: &[Value],
+    on: bool,
+    fixed: Option<&str>,
+) -> Vec<String> {
+    if on {
+        reasoning_tokens(model, &last_user_text(messages), fixed)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Tool-call arguments as streamed: whole, or (`fragmented`) in pieces of a few characters, as
+/// vLLM and llama.cpp send them.
+pub fn fragments(arguments: &str, fragmented: bool) -> Vec<String> {
+    if !fragmented {
+        return vec![arguments.to_owned()];
+    }
+    let chars: Vec<char> = arguments.chars().collect();
+    chars.chunks(5).map(|c| c.iter().collect()).collect()
+}
+
+/// A chat tool call as stream deltas: the first names it, the rest carry argument fragments.
+pub fn tool_call_deltas(call: &Value, fragmented: bool) -> Vec<Value> {
+    let args = call["function"]["arguments"].as_str().unwrap_or_default();
+    let mut deltas: Vec<Value> = fragments(args, fragmented)
+        .into_iter()
+        .map(|piece| serde_json::json!({"index": 0, "function": {"arguments": piece}}))
+        .collect();
+    if let Some(first) = deltas.first_mut() {
+        first["id"] = call["id"].clone();
+        first["type"] = serde_json::json!("function");
+        first["function"]["name"] = call["function"]["name"].clone();
+    }
+    deltas
+}
+
 /// The answer's tokens: words, each but the first led by its space, so they concatenate back.
 pub fn answer_tokens(model: &SimModel, messages: &[Value]) -> Vec<String> {
     // After a tool's result, the answer echoes that result (a tool loop can be followed).
@@ -134,7 +219,7 @@ fn last_user_text(messages: &[Value]) -> String {
 }
 
 /// The text of a message's `content`: a string, or the text parts of an array.
-fn content_text(message: &Value) -> String {
+pub(super) fn content_text(message: &Value) -> String {
     match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts

@@ -1,6 +1,10 @@
 //! The simulated model fleet: an OpenAI-compatible server (chat, streaming and not, embeddings,
-//! `/v1/models`) with configurable latency, time between streamed tokens and failure modes, for
-//! tests, benchmarks and the demo. Answers are deterministic and say which model answered.
+//! `/v1/models`) that also speaks the Anthropic Messages API (`/v1/messages`, `messages.rs`), with
+//! configurable latency, time between streamed tokens, reasoning, fragmented tool arguments and
+//! failure modes, for tests, benchmarks and the demo. Answers are deterministic and say which
+//! model answered.
+//!
+//! `tokenize.rs`: vLLM's and llama.cpp's tokenizer endpoints, beside `/v1`.
 //!
 //! Control endpoints (no auth; the simulator is a test fixture that binds to loopback):
 //! `GET /_sim/stats` (stream counters), `GET /_sim/requests` (the last request bodies received,
@@ -8,6 +12,8 @@
 
 mod answer;
 pub mod fleet;
+mod messages;
+mod tokenize;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +46,10 @@ pub struct Behaviour {
     pub finish_with_last_token: bool,
     /// Reports no `usage` (some servers do not), streamed or not.
     pub no_usage: bool,
+    /// Reasons before answering: `reasoning_content` deltas (a `thinking` block on Messages).
+    pub reasoning: bool,
+    /// Streams tool-call arguments in many small fragments, as vLLM and llama.cpp do.
+    pub fragment_tool_arguments: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -110,6 +120,9 @@ pub fn router(models: Vec<SimModel>, default_behaviour: Behaviour) -> axum::Rout
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .route("/v1/embeddings", post(embeddings))
+        .route("/tokenize", post(tokenize::tokenize))
+        .route("/apply-template", post(tokenize::apply_template))
+        .route("/v1/messages", post(messages::create))
         .route("/_sim/stats", get(stats))
         .route("/_sim/requests", get(requests))
         .route("/_sim/models/{id}", put(set_behaviour))
@@ -139,6 +152,7 @@ impl Sim {
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
+        let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
         let mut log = self
             .0
             .requests
@@ -148,8 +162,32 @@ impl Sim {
             log.pop_front();
         }
         log.push_back(
-            json!({ "path": path, "authorization": auth, "traceparent": traceparent, "body": body }),
+            json!({ "path": path, "authorization": auth, "traceparent": traceparent, "body": body,
+                    "anthropic_version": h("anthropic-version"), "anthropic_beta": h("anthropic-beta") }),
         );
+    }
+
+    /// A request to one of the model endpoints: its JSON body read and recorded, its model looked
+    /// up, latency and failure modes applied.
+    async fn receive(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        bytes: &Bytes,
+    ) -> Result<(Value, SimModel, Behaviour), SimError> {
+        let body = parse_body(bytes)?;
+        self.record(path, headers, &body);
+        let (model, behaviour) = self.admit(&body).await?;
+        Ok((body, model, behaviour))
+    }
+
+    /// The fixed answer `PUT /_sim/replies/{id}` set for a model, if any.
+    fn reply(&self, model: &str) -> Option<String> {
+        let replies = self.0.replies.lock();
+        replies
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(model)
+            .cloned()
     }
 
     /// Looks the model up and applies latency and failure modes common to all endpoints.
@@ -213,12 +251,8 @@ async fn list_models(State(sim): State<Sim>) -> Json<Value> {
 }
 
 async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {
-    let body = match parse_body(&bytes) {
-        Ok(b) => b,
-        Err(e) => return e.into_response(),
-    };
-    sim.record("/v1/chat/completions", &headers, &body);
-    let (model, behaviour) = match sim.admit(&body).await {
+    let (body, model, behaviour) = match sim.receive("/v1/chat/completions", &headers, &bytes).await
+    {
         Ok(x) => x,
         Err(e) => return e.into_response(),
     };
@@ -227,14 +261,7 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let reply = sim
-        .0
-        .replies
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(model.id)
-        .cloned();
-    let mut tokens = match reply {
+    let mut tokens = match sim.reply(model.id) {
         Some(text) => answer::split(&text),
         None => answer::answer_tokens(&model, &messages),
     };
@@ -263,7 +290,13 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
     let created = unix_now();
     // Offered tools (and not answering a tool's result): a call of the first tool, whose
     // arguments carry the answer's text.
-    let tool_call = tool_call(&body, &messages, &tokens.concat());
+    let tool_call = answer::chat_tool_call(&body, &messages, &tokens.concat());
+    let reasoning = answer::chat_reasoning(
+        &model,
+        &messages,
+        behaviour.reasoning,
+        sim.reply(model.id).as_deref(),
+    );
     if tool_call.is_some() {
         finish_reason = "tool_calls";
     }
@@ -277,12 +310,17 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
                    "model": model.id, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
         };
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        events.extend(
+            reasoning
+                .iter()
+                .map(|t| chunk(json!({"reasoning_content": t}), None)),
+        );
         match &tool_call {
-            Some(call) => {
-                let mut delta = call.clone();
-                delta["index"] = json!(0);
-                events.push(chunk(json!({"tool_calls": [delta]}), None));
-            }
+            Some(call) => events.extend(
+                answer::tool_call_deltas(call, behaviour.fragment_tool_arguments)
+                    .into_iter()
+                    .map(|d| chunk(json!({"tool_calls": [d]}), None)),
+            ),
             None => events.extend(tokens.iter().map(|t| chunk(json!({"content": t}), None))),
         }
         match events.last_mut() {
@@ -318,6 +356,9 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         answer["choices"][0]["message"] =
             json!({"role": "assistant", "content": null, "tool_calls": [call]});
     }
+    if behaviour.reasoning {
+        answer["choices"][0]["message"]["reasoning_content"] = json!(reasoning.concat());
+    }
     if behaviour.no_usage
         && let Some(obj) = answer.as_object_mut()
     {
@@ -329,26 +370,6 @@ async fn chat(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Respo
         return stream_response(sim, vec![half, Bytes::new()], 0, Some(1));
     }
     Json(answer).into_response()
-}
-
-/// The tool call a simulated model answers with when the request offers tools and the last message
-/// is not a tool's result: the first tool, arguments `{"text": <the answer's text>}`.
-fn tool_call(body: &Value, messages: &[Value], text: &str) -> Option<Value> {
-    let name = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .and_then(|t| t.first())
-        .and_then(|t| t.pointer("/function/name"))
-        .and_then(Value::as_str)?;
-    let answering_a_tool = messages
-        .last()
-        .and_then(|m| m.get("role"))
-        .and_then(Value::as_str)
-        == Some("tool");
-    (!answering_a_tool).then(|| {
-        json!({"id": "call_sim_1", "type": "function",
-               "function": {"name": name, "arguments": json!({"text": text}).to_string()}})
-    })
 }
 
 /// Counts a stream as active until it is dropped; completed or cancelled by then.
@@ -409,12 +430,7 @@ fn stream_response(
 /// Legacy text completions: the same deterministic answer as chat, to the prompt (the first one
 /// when there are several), as `text_completion` objects or chunks.
 async fn completions(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {
-    let body = match parse_body(&bytes) {
-        Ok(b) => b,
-        Err(e) => return e.into_response(),
-    };
-    sim.record("/v1/completions", &headers, &body);
-    let (model, behaviour) = match sim.admit(&body).await {
+    let (body, model, behaviour) = match sim.receive("/v1/completions", &headers, &bytes).await {
         Ok(x) => x,
         Err(e) => return e.into_response(),
     };
@@ -476,12 +492,7 @@ async fn completions(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -
 }
 
 async fn embeddings(State(sim): State<Sim>, headers: HeaderMap, bytes: Bytes) -> Response {
-    let body = match parse_body(&bytes) {
-        Ok(b) => b,
-        Err(e) => return e.into_response(),
-    };
-    sim.record("/v1/embeddings", &headers, &body);
-    let (model, _) = match sim.admit(&body).await {
+    let (body, model, _) = match sim.receive("/v1/embeddings", &headers, &bytes).await {
         Ok(x) => x,
         Err(e) => return e.into_response(),
     };

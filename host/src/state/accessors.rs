@@ -17,7 +17,9 @@ use crate::facts::FactsEngine;
 use crate::journal::Journal;
 use crate::metrics::Metrics;
 use crate::policy::guardrail::GuardrailSlot;
+use crate::policy::retrieval::RetrievalPolicies;
 use crate::policy::shaper::Shapers;
+use crate::policy::tool::ToolPolicies;
 use crate::rag::Library;
 use crate::routing::Router;
 use crate::shared::Shared;
@@ -31,6 +33,12 @@ impl AppState {
     /// The validated configuration the gateway started with.
     pub fn config(&self) -> &Config {
         &self.0.config
+    }
+
+    /// The MCP gateway: the catalogue rule, upstream calls, sessions, the tool-call quota
+    /// (its writes go through `AppState::mcp_servers`).
+    pub fn mcp(&self) -> &crate::mcp::Mcp {
+        &self.0.mcp
     }
 
     /// Authentication and admission: the key cache, certificate identities, rate limits, quotas.
@@ -65,6 +73,16 @@ impl AppState {
     /// The named webhook shapers (the built-in `default` and uploads).
     pub fn shapers(&self) -> &Arc<Shapers> {
         &self.0.shapers
+    }
+
+    /// The tool policy deciding MCP tool calls (`policy::tool`).
+    pub fn tool_policies(&self) -> &ToolPolicies {
+        &self.0.tool_policies
+    }
+
+    /// The retrieval policy filtering and re-ranking retrieved chunks (`policy::retrieval`).
+    pub fn retrieval_policies(&self) -> &RetrievalPolicies {
+        &self.0.retrieval_policies
     }
 
     pub fn upstreams(&self) -> &Upstreams {

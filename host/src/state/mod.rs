@@ -55,6 +55,10 @@ struct Inner {
     guardrail: Option<crate::policy::guardrail::GuardrailSlot>,
     /// The named webhook shapers (the built-in `default` and uploads), for webhook delivery.
     shapers: Arc<crate::policy::shaper::Shapers>,
+    /// The tool policy deciding MCP tool calls (the built-in one until one is installed).
+    tool_policies: crate::policy::tool::ToolPolicies,
+    /// The retrieval policy filtering and re-ranking retrieved chunks (likewise).
+    retrieval_policies: crate::policy::retrieval::RetrievalPolicies,
     upstreams: Upstreams,
     /// The document library and retrieval (`[documents]`); `None` when disabled.
     library: Option<Arc<crate::rag::Library>>,
@@ -65,6 +69,8 @@ struct Inner {
     traces: Option<crate::traces::Traces>,
     /// Webhook subscriptions, the outbox and delivery.
     webhooks: crate::webhooks::Webhooks,
+    /// The MCP gateway's upstream servers, allowlists, sessions and quota (`[mcp]`).
+    mcp: Arc<crate::mcp::Mcp>,
     /// The activity journal's appender; `None` when `[journal] enabled = false`.
     journal: Option<Journal>,
     /// The retention task, stopped at shutdown.
@@ -144,6 +150,9 @@ impl AppState {
         };
         let shared = Shared::connect(&config.shared, &config.sovereign_id).await?;
         let metrics = Arc::new(Metrics::default());
+        metrics
+            .recent
+            .init(config.models.iter().map(|m| m.id.0.as_str()));
         let bootstrap = crate::access::bootstrap::run(store.as_ref(), &config).await?;
         let access = Access::new(
             store.clone(),
@@ -192,6 +201,18 @@ impl AppState {
             Some(g) => Some(load_guardrail(&policy_host, g).await?),
             None => None,
         };
+        // The tool and retrieval policies: the built-in ones, or the ones an admin installed before
+        // this start (kept in `<data_dir>/policies`).
+        let kept = config.data_dir.join("policies");
+        let tool_policies = crate::policy::tool::ToolPolicies::builtin(policy_host.clone())
+            .await?
+            .kept_in(kept.clone())
+            .await?;
+        let retrieval_policies =
+            crate::policy::retrieval::RetrievalPolicies::builtin(policy_host.clone())
+                .await?
+                .kept_in(kept)
+                .await?;
         let shapers = crate::policy::shaper::Shapers::new(
             policy_host,
             crate::policy::shaper::limits(config.webhooks.shaper_deadline),
@@ -239,6 +260,7 @@ impl AppState {
         })
         .await??;
         let health = Health::new(&config.models, config.health, metrics.clone());
+        let mcp = Arc::new(crate::mcp::Mcp::new(&config.mcp)?);
         let sovereign_id = HeaderValue::from_str(&config.sovereign_id)?;
         let journal_index = journal_index::Indexer::new();
         let retention = config.journal.as_ref().and_then(|settings| {
@@ -265,12 +287,15 @@ impl AppState {
             router,
             guardrail,
             shapers,
+            tool_policies,
+            retrieval_policies,
             upstreams,
             library,
             health,
             metrics,
             traces,
             webhooks,
+            mcp,
             journal,
             retention,
             journal_index,
@@ -281,6 +306,12 @@ impl AppState {
             _data_lock: data_lock,
         }));
         state.check_journal_index().await?;
+        // The MCP servers and key allowlists registered through the admin API.
+        state
+            .mcp_servers()
+            .reload()
+            .await
+            .map_err(|e| anyhow::anyhow!("loading the stored MCP servers: {e}"))?;
         // A replica starting into a running cluster takes its router versions and guardrail.
         if let Err(e) = state.follow_policies().await {
             tracing::warn!(error = %e, "loading the replicas' policy versions failed; this replica's config versions apply");
@@ -314,6 +345,11 @@ impl AppState {
         if policies && let Err(e) = self.follow_policies().await {
             tracing::warn!(error = %e, "following the replicas' policy versions failed");
         }
+        if matches!(notice, Notice::Changed(Change::Mcp) | Notice::Resync)
+            && let Err(e) = self.mcp_servers().reload().await
+        {
+            tracing::warn!(error = %e, "reloading the MCP servers failed");
+        }
         if let (Notice::Resync, Some(library)) = (&notice, &self.0.library) {
             library.reconcile().await;
         }
@@ -345,6 +381,8 @@ impl AppState {
         if let Some(task) = &self.0.retention {
             task.abort();
         }
+        // Stdio MCP servers' processes killed.
+        self.0.mcp.shut_down().await;
         // Every event emitted by a finished request persisted before the process ends.
         self.0.webhooks.shut_down().await;
         // Settlements written and leased budget headroom given back, for the other replicas.

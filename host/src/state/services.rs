@@ -3,7 +3,9 @@
 //! the caches directly.
 
 use super::AppState;
-use crate::services::{CertIdentities, Keys, Policies, PolicyParts, Subscriptions, Teams};
+use crate::services::{
+    CertIdentities, Keys, McpServers, Policies, PolicyParts, Subscriptions, Teams,
+};
 
 impl AppState {
     pub fn keys(&self) -> Keys<'_> {
@@ -36,6 +38,10 @@ impl AppState {
             metrics: &s.metrics,
             replicated: self.replicated(),
         })
+    }
+
+    pub fn mcp_servers(&self) -> McpServers<'_> {
+        McpServers::new(&self.0.store, &self.0.mcp, &self.0.shared, &self.0.metrics)
     }
 
     pub fn subscriptions(&self) -> Subscriptions<'_> {

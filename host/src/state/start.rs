@@ -109,10 +109,12 @@ pub(super) async fn journal_config_revocations(
             prompt_hash: None,
             routing_policy: None,
             residency_boundary: None,
+            retrieval_filtered: None,
             status: crate::journal::Status::Success,
             prompt_tokens: None,
             completion_tokens: None,
             latency_us: 0,
+            mcp: None,
         };
         journal
             .append(draft)

@@ -127,6 +127,16 @@ impl Health {
         })
     }
 
+    /// A model's breaker as the admin API shows it (`GET /v1/admin/models`): `closed`, `open`
+    /// or `half_open`; `None` for a model without one.
+    pub fn breaker(&self, model: &str, now: Instant) -> Option<&'static str> {
+        self.breakers.get(model).map(|b| match *b.lock() {
+            State::Closed { .. } => "closed",
+            State::Open { until } if now < until => "open",
+            State::Open { .. } | State::HalfOpen { .. } => "half_open",
+        })
+    }
+
     #[cfg(test)]
     pub fn status(&self, model: &str, now: Instant) -> Status {
         self.breakers

@@ -5,7 +5,9 @@
 
 mod client;
 pub mod health;
+pub mod messages;
 mod sse;
+mod tokenize;
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -81,6 +83,32 @@ pub enum Endpoint {
     /// Legacy text completions (`/completions`).
     Completions,
     Embeddings,
+    /// The server's tokenizer (`count_tokens`): vLLM's and llama.cpp's `/tokenize`, beside
+    /// `/v1` (`tokenize.rs`).
+    Tokenize,
+    /// llama.cpp server's `/apply-template` (the chat template applied, nothing generated).
+    ApplyTemplate,
+    /// The Anthropic Messages API (`/messages`), on models declared `messages = "native"`.
+    Messages,
+}
+
+/// One upstream request: the endpoint, the encoded body and the headers it carries besides the
+/// gateway's own (a Messages request's `anthropic-version` / `anthropic-beta`).
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    pub endpoint: Endpoint,
+    pub body: Bytes,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Outbound {
+    pub fn new(endpoint: Endpoint, body: Bytes) -> Outbound {
+        Outbound {
+            endpoint,
+            body,
+            headers: Vec::new(),
+        }
+    }
 }
 
 /// A model's pooled clients and what it needs to address the upstream.
@@ -93,6 +121,9 @@ struct ModelClient {
     chat_url: Uri,
     completions_url: Uri,
     embeddings_url: Uri,
+    tokenize_url: Uri,
+    apply_template_url: Uri,
+    messages_url: Uri,
 }
 
 thread_local! {
@@ -116,6 +147,8 @@ pub struct Exchange {
     pub response: http::Response<Incoming>,
     /// The instant by which the whole exchange must be over.
     pub deadline: Instant,
+    /// The answer is a Messages answer (read back as chat: `messages.rs`).
+    pub messages: bool,
 }
 
 impl Upstreams {
@@ -139,22 +172,29 @@ impl Upstreams {
                     chat_url: uri("chat/completions")?,
                     completions_url: uri("completions")?,
                     embeddings_url: uri("embeddings")?,
+                    tokenize_url: tokenize::server_uri(&m.base_url, "tokenize")?,
+                    apply_template_url: tokenize::server_uri(&m.base_url, "apply-template")?,
+                    messages_url: uri("messages")?,
                 },
             );
         }
         Ok(Upstreams { clients })
     }
 
-    /// POSTs `body` to the model's `endpoint` (with the caller's W3C `traceparent`, if any) and
-    /// waits for the response headers. Non-success statuses are read and turned into an
+    /// POSTs the request to the model's endpoint (with the caller's W3C `traceparent`, if any)
+    /// and waits for the response headers. Non-success statuses are read and turned into an
     /// [`UpstreamError`].
     pub async fn post(
         &self,
         model: &ModelConfig,
-        endpoint: Endpoint,
-        body: Bytes,
+        outbound: Outbound,
         traceparent: Option<HeaderValue>,
     ) -> Result<Exchange, UpstreamError> {
+        let Outbound {
+            endpoint,
+            body,
+            headers: extra,
+        } = outbound;
         let start = Instant::now();
         let deadline = start + model.timeouts.total;
         let mc = self
@@ -168,6 +208,9 @@ impl Upstreams {
             Endpoint::ChatCompletions => mc.chat_url.clone(),
             Endpoint::Completions => mc.completions_url.clone(),
             Endpoint::Embeddings => mc.embeddings_url.clone(),
+            Endpoint::Tokenize => mc.tokenize_url.clone(),
+            Endpoint::ApplyTemplate => mc.apply_template_url.clone(),
+            Endpoint::Messages => mc.messages_url.clone(),
         };
         let mut req = http::Request::new(Full::new(body));
         *req.method_mut() = Method::POST;
@@ -181,6 +224,9 @@ impl Upstreams {
         }
         if let Some(tp) = traceparent {
             headers.insert(TRACEPARENT, tp);
+        }
+        for (name, value) in extra {
+            headers.insert(name, value);
         }
         let first_byte = model.timeouts.first_byte.min(model.timeouts.total);
         let client = mc.pools.get(POOL.get()).unwrap_or(&mc.pools[0]);
@@ -196,7 +242,11 @@ impl Upstreams {
         };
         let status = response.status();
         if status.is_success() {
-            return Ok(Exchange { response, deadline });
+            return Ok(Exchange {
+                response,
+                deadline,
+                messages: endpoint == Endpoint::Messages,
+            });
         }
         let body = read_limited(
             &model.id,
@@ -224,12 +274,14 @@ impl Upstreams {
         })
     }
 
-    /// Reads a whole (non-streamed) JSON answer within the exchange's deadline.
+    /// Reads a whole (non-streamed) JSON answer within the exchange's deadline (a Messages
+    /// answer read as a chat completion).
     pub async fn read_json(
         &self,
         model: &ModelConfig,
         exchange: Exchange,
     ) -> Result<serde_json::Value, UpstreamError> {
+        let messages = exchange.messages;
         let body = read_limited(
             &model.id,
             exchange.response.into_body(),
@@ -237,9 +289,15 @@ impl Upstreams {
             exchange.deadline,
         )
         .await?;
-        serde_json::from_slice(&body).map_err(|e| UpstreamError::Protocol {
-            model: model.id.clone(),
-            detail: format!("the body is not JSON ({e})"),
+        let answer: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| UpstreamError::Protocol {
+                model: model.id.clone(),
+                detail: format!("the body is not JSON ({e})"),
+            })?;
+        Ok(if messages {
+            messages::whole_to_chat(&answer)
+        } else {
+            answer
         })
     }
 }

@@ -15,6 +15,7 @@ use http_body_util::BodyDataStream;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::messages::ToChat;
 use super::{UpstreamError, Usage, classify};
 use crate::domain::ModelId;
 
@@ -35,6 +36,8 @@ pub struct RelayOptions {
     pub error_body: fn(UpstreamError) -> Value,
     /// How to count the usage the client asked for when the upstream reports none.
     pub count_usage: Option<CountUsage>,
+    /// The upstream streams Messages events, read as chat chunks (`messages::ToChat`).
+    pub messages: bool,
 }
 
 /// The gateway's own count of a stream's tokens: the prompt's, and a counter for the text.
@@ -75,6 +78,7 @@ struct Relay {
     saw_finish_reason: bool,
     finished: bool,
     on_finish: Option<OnFinish>,
+    messages: Option<ToChat>,
 }
 
 pub fn relay_sse<B>(
@@ -87,6 +91,7 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let model = opts.model.clone();
+    let messages = opts.messages.then(ToChat::default);
     let relay = Relay {
         upstream: BodyDataStream::new(body)
             .map(move |chunk| chunk.map_err(|e| classify(&model, &e)))
@@ -101,6 +106,7 @@ where
         saw_finish_reason: false,
         finished: false,
         on_finish: Some(Box::new(on_finish)),
+        messages,
     };
     futures_util::stream::unfold(relay, |mut relay| async move {
         let frame = relay.next_frame().await?;
@@ -208,19 +214,48 @@ impl Relay {
     /// One complete event's data.
     fn dispatch(&mut self, out: &mut Vec<u8>) {
         let data = std::mem::take(&mut self.data);
-        if data == "[DONE]" {
-            self.saw_done = true;
-            self.counted_usage(out);
-            out.extend_from_slice(b"data: [DONE]\n\n");
+        if let Some(to_chat) = &mut self.messages {
+            // A Messages event, read as the chat chunks it comes to.
+            let Ok(event) = serde_json::from_str::<Value>(&data) else {
+                return;
+            };
+            let told = to_chat.event(&event);
+            for c in told.chunks {
+                if let Value::Object(c) = c
+                    && !self.finished
+                {
+                    self.chunk(c, out);
+                }
+            }
+            if told.done && !self.finished {
+                self.done(out);
+            }
             return;
         }
-        let Ok(Value::Object(mut chunk)) = serde_json::from_str::<Value>(&data) else {
+        if data == "[DONE]" {
+            self.done(out);
+            return;
+        }
+        let Ok(Value::Object(chunk)) = serde_json::from_str::<Value>(&data) else {
             // Not an object we understand: pass it on untouched rather than lose it.
             write_event(out, &data);
             return;
         };
+        self.chunk(chunk, out);
+    }
+
+    /// The end of a complete stream: the usage counted when none came, `[DONE]`.
+    fn done(&mut self, out: &mut Vec<u8>) {
+        self.saw_done = true;
+        self.counted_usage(out);
+        out.extend_from_slice(b"data: [DONE]\n\n");
+    }
+
+    /// One chat chunk: an error ends the stream; usage recorded (and shown only when asked
+    /// for); re-addressed and relayed.
+    fn chunk(&mut self, mut chunk: serde_json::Map<String, Value>, out: &mut Vec<u8>) {
         if chunk.contains_key("error") {
-            write_event(out, &data);
+            write_event(out, &Value::Object(chunk).to_string());
             self.finish(StreamOutcome::UpstreamFailed(
                 "the upstream sent an error event".into(),
             ));
@@ -359,6 +394,7 @@ mod tests {
             request_id: "req-1".into(),
             model: ModelId("gw-model".into()),
             client_wants_usage: wants_usage,
+            messages: false,
             count_usage: Some(CountUsage {
                 prompt_tokens: 3,
                 count: Box::new(|t| t.split_whitespace().count() as u64),
@@ -389,6 +425,54 @@ mod tests {
     const LAST: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
     const USAGE: &str = "data: {\"id\":\"up-1\",\"model\":\"upstream-name\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2,\"total_tokens\":9}}\n\n";
     const DONE: &str = "data: [DONE]\n\n";
+
+    #[tokio::test]
+    async fn a_native_messages_stream_is_relayed_as_chat_chunks_with_its_usage() {
+        let summary = Arc::new(Mutex::new(None));
+        let s2 = summary.clone();
+        let upstream = response(vec![
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n",
+            "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi there\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        ]);
+        let opts = RelayOptions {
+            messages: true,
+            ..opts(true)
+        };
+        let out: Vec<_> = relay_sse(upstream, opts, move |s| {
+            *s2.lock().unwrap() = Some(s);
+        })
+        .collect()
+        .await;
+        let text: String = out
+            .into_iter()
+            .map(|b| String::from_utf8(b.unwrap().to_vec()).unwrap())
+            .collect();
+        let chunks: Vec<Value> = text
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .collect();
+        assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "hi there");
+        assert_eq!(chunks[1]["model"], "gw-model");
+        assert_eq!(chunks[2]["choices"][0]["finish_reason"], "stop");
+        assert_eq!(chunks[3]["usage"]["prompt_tokens"], 11);
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        let s = summary.lock().unwrap().take().expect("on_finish ran");
+        assert_eq!(s.outcome, StreamOutcome::Completed);
+        assert_eq!(
+            s.usage,
+            Some(Usage {
+                prompt_tokens: 11,
+                completion_tokens: 2
+            })
+        );
+        assert_eq!(s.text, "hi there");
+    }
 
     #[tokio::test]
     async fn counts_the_usage_asked_for_when_the_upstream_sends_none() {

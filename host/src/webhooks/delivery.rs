@@ -5,7 +5,7 @@
 //! once across subscriptions.
 //!
 //! With replicas on one store, every replica runs a worker per subscription, but only the one
-//! holding the subscription's lease (`Store::claim_webhook`) delivers: so each delivery goes out
+//! holding the subscription's lease (`OutboxStore::claim_webhook`) delivers: so each delivery goes out
 //! once, still in order. A lease lapses 10 s after its holder stopped renewing it (a killed
 //! replica); another replica's worker takes over from the oldest pending delivery. Deliveries
 //! queued by other replicas are found by polling every 200 ms.

@@ -211,3 +211,69 @@ fn policy_test_takes_candidates_and_limits_from_a_gateway_config() {
     let ar = out.lines().find(|l| l.contains("ar-short")).unwrap();
     assert!(ar.contains("-> remote-ar (rule `remote-speaker`"), "{ar}");
 }
+
+#[test]
+fn policy_test_runs_tool_and_retrieval_policies_against_golden_cases() {
+    let dir = temp_dir("worlds");
+    // The tool world: the built-in smoke case without --golden; expectations with it.
+    let (code, out) = policy_test(&[policy_artifacts::TOOL_ALLOW]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("world sovereign:policy/tool-policy@0.1.0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("PASS smoke: call: Allow; result: Pass"),
+        "{out}"
+    );
+    let settings = dir.join("tool-settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"deny": {"drop": "no dropping"}, "rewrite": {"search": {"limit": 10}}, "redact": ["4111"]}"#,
+    )
+    .unwrap();
+    let golden = dir.join("tool.jsonl");
+    std::fs::write(
+        &golden,
+        concat!(
+            r#"{"name": "deny", "call": {"server": "db", "tool": "drop"}, "expect_call": "deny"}"#,
+            "\n",
+            r#"{"name": "rewrite", "call": {"server": "db", "tool": "search", "arguments": {"q": "x", "limit": 900}}, "expect_call": "rewrite", "expect_arguments": {"q": "x", "limit": 10}}"#,
+            "\n",
+            r#"{"name": "redact", "call": {"server": "db", "tool": "get"}, "result": {"content": [{"type": "text", "text": "card 4111"}]}, "expect_call": "allow", "expect_result": "redact"}"#,
+            "\n",
+            r#"{"name": "wrong", "call": {"server": "db", "tool": "get"}, "expect_call": "deny"}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (code, out) = policy_test(&[
+        policy_artifacts::TOOL_RULES,
+        "--settings",
+        settings.to_str().unwrap(),
+        "--golden",
+        golden.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    for pass in ["PASS deny", "PASS rewrite", "PASS redact", "FAIL wrong"] {
+        assert!(out.contains(pass), "{pass}: {out}");
+    }
+    assert!(out.contains("3 of 4 cases passed"), "{out}");
+
+    // The retrieval world: the example's own golden file.
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rust-retrieval");
+    let (code, out) = policy_test(&[
+        policy_artifacts::RUST_RETRIEVAL_EXAMPLE,
+        "--settings",
+        example.join("settings.json").to_str().unwrap(),
+        "--golden",
+        example.join("golden.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("world sovereign:policy/retrieval-policy@0.1.0"),
+        "{out}"
+    );
+    assert!(out.contains("5 of 5 cases passed"), "{out}");
+}

@@ -60,6 +60,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("facts", 31),    // policy
     ("residency", 31),
     ("access", 31), // auth, store
+    ("mcp", 31),    // config, egress, journal; the tool policy (policy) plugs in at merge
     ("policy", 30),
     ("events", 30), // journal
     ("upstream", 30),

@@ -23,6 +23,7 @@ mod services;
 mod shaper;
 mod store;
 mod tls;
+mod worlds;
 mod writers;
 
 use std::net::SocketAddr;

@@ -4,7 +4,8 @@
 //! handles, key revocation/rotation/expiry with an injected clock (no sleeps), everything
 //! surviving a reopen. `contract.rs` has the rest of the trait's contract (teams, key import,
 //! certificate identities, stored responses), `outbox.rs` the webhook part, `documents.rs` the
-//! `DocumentStore` trait, `migrations.rs` each back end's own schema checks.
+//! `DocumentStore` trait, `mcp_servers.rs` the MCP servers and key allowlists, `migrations.rs`
+//! each back end's own schema checks.
 
 use std::sync::Arc;
 
@@ -18,6 +19,8 @@ use crate::services::Postgres;
 
 mod contract;
 mod documents;
+mod ingest_jobs;
+mod mcp_servers;
 mod migrations;
 mod outbox;
 

@@ -1,12 +1,12 @@
-//! Who writes keys, teams, certificate identities, policies and webhook subscriptions (issue 47,
-//! "Domain services own their writes"): their admin handlers go through `crate::services`, which
-//! commits, invalidates the caches and tells the other replicas in one place. This test reads
-//! those handlers and fails on any reach past a service into the parts it owns (the store, the
-//! key cache and certificate table, budget limits, the policy registry and guardrail slot, the
-//! replica notices, the subscription writes). A second test reads every file under `api/` and
-//! `admin/`: none names the state's store accessor (`AppState::store`, private to the crate);
-//! endpoints read stored records through the state's narrow handles (`state/stored.rs`) and the
-//! library's (`rag/files.rs`).
+//! Who writes keys, teams, certificate identities, policies, webhook subscriptions and MCP servers
+//! (issue 47, "Domain services own their writes"): their admin handlers go through
+//! `crate::services`, which commits, invalidates the caches and tells the other replicas in one
+//! place. This test reads those handlers and fails on any reach past a service into the parts it
+//! owns (the store, the key cache and certificate table, budget limits, the policy registry and
+//! guardrail slot, the replica notices, the subscription writes, the MCP registry's writes). A
+//! second test reads every file under `api/` and `admin/`: none names the state's store accessor
+//! (`AppState::store`, private to the crate); endpoints read stored records through the state's
+//! narrow handles (`state/stored.rs`) and the library's (`rag/files.rs`).
 
 use std::path::Path;
 
@@ -17,6 +17,7 @@ const HANDLERS: &[&str] = &[
     "admin/cert_identities.rs",
     "admin/policies.rs",
     "admin/webhooks.rs",
+    "admin/mcp.rs",
 ];
 
 /// What a handler may not name: each is a part a service owns.
@@ -32,6 +33,11 @@ const OWNED: &[&str] = &[
     ".webhooks().create",
     ".webhooks().delete",
     ".webhooks().rotate",
+    ".mcp().register",
+    ".mcp().remove",
+    ".mcp().set_key_tools",
+    ".mcp().clear_key_tools",
+    ".mcp().replace_stored",
     "share_router",
     "share_guardrail",
     "new_policy_id",

@@ -23,8 +23,9 @@
 //! sovereign_policy_sdk::export_router!(Cheapest);
 //! ```
 //!
-//! [`guardrail`] and [`webhook`] do the same for the other two worlds ([`export_guardrail!`],
-//! [`export_webhook_shaper!`]). A component exports one world: invoke one of the macros once.
+//! [`guardrail`], [`webhook`], [`tool`] and [`retrieval`] do the same for the other worlds
+//! ([`export_guardrail!`], [`export_webhook_shaper!`], [`export_tool_policy!`],
+//! [`export_retrieval_policy!`]). A component exports one world: invoke one of the macros once.
 //! [`host`] is the policy's only capability: `log` and `config_get` (its own settings).
 
 #![allow(
@@ -76,6 +77,36 @@ pub mod bindings {
             default_bindings_module: "::sovereign_policy_sdk::bindings::webhook",
             runtime_path: "::sovereign_policy_sdk::__wit_bindgen::rt",
             with: {
+                "sovereign:policy/host@0.1.0": crate::bindings::router::sovereign::policy::host,
+            },
+        });
+    }
+
+    pub mod tool {
+        wit_bindgen::generate!({
+            world: "tool-policy",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_tool_policy",
+            default_bindings_module: "::sovereign_policy_sdk::bindings::tool",
+            runtime_path: "::sovereign_policy_sdk::__wit_bindgen::rt",
+            with: {
+                "sovereign:policy/types@0.1.0": crate::bindings::router::sovereign::policy::types,
+                "sovereign:policy/host@0.1.0": crate::bindings::router::sovereign::policy::host,
+            },
+        });
+    }
+
+    pub mod retrieval {
+        wit_bindgen::generate!({
+            world: "retrieval-policy",
+            path: "../../wit",
+            pub_export_macro: true,
+            export_macro_name: "__export_retrieval_policy",
+            default_bindings_module: "::sovereign_policy_sdk::bindings::retrieval",
+            runtime_path: "::sovereign_policy_sdk::__wit_bindgen::rt",
+            with: {
+                "sovereign:policy/types@0.1.0": crate::bindings::router::sovereign::policy::types,
                 "sovereign:policy/host@0.1.0": crate::bindings::router::sovereign::policy::host,
             },
         });
@@ -267,6 +298,44 @@ pub mod webhook {
     }
 }
 
+pub mod tool {
+    //! The `tool-policy` world: decide each MCP `tools/call` before the upstream call
+    //! (`check_call`: allow, deny with a reason, rewrite the arguments) and its result after it
+    //! (`check_result`: pass, redact, replace). `arguments` and results are JSON text: a
+    //! rewrite must be a JSON object, a redacted or replaced result a JSON `CallToolResult`
+    //! (`{"content": [...], "isError": false}`); the gateway refuses anything else and fails the
+    //! call closed. The built-in one is `policies/tool-allow`; `docs/POLICIES.md` has the
+    //! details.
+
+    pub use crate::bindings::router::sovereign::policy::types::Caller;
+    pub use crate::bindings::tool::exports::sovereign::policy::tool::{
+        CallVerdict, Guest as ToolPolicy, ResultVerdict, ToolCall,
+    };
+}
+
+pub mod retrieval {
+    //! The `retrieval-policy` world: see the caller, the query and the ranked candidate chunks
+    //! with their documents' metadata (`Chunk::metadata`, a JSON object as text), and answer
+    //! which of them leave the gateway, best first ([`Selection::keep`]: indices into the
+    //! candidates; one left out is filtered, never cited or sent to a model). The built-in one
+    //! is `policies/retrieval-keep` (every candidate, in order).
+
+    pub use crate::bindings::retrieval::exports::sovereign::policy::retrieval::{
+        Chunk, Guest as RetrievalPolicy, Selection,
+    };
+    pub use crate::bindings::router::sovereign::policy::types::{Caller, Rejection};
+
+    impl Selection {
+        /// Every one of `n` candidates, in the ranking's order.
+        pub fn all(n: usize, rule: &str) -> Selection {
+            Selection {
+                keep: (0..u32::try_from(n).unwrap_or(u32::MAX)).collect(),
+                rule: rule.to_string(),
+            }
+        }
+    }
+}
+
 /// Exports a type implementing [`router::Router`] as the component's `router` interface (world
 /// `router-policy`). Invoke once, at the crate root or in any module. On other targets it expands
 /// to nothing, so the router's logic can be unit-tested natively with `cargo test`.
@@ -298,6 +367,28 @@ macro_rules! export_webhook_shaper {
         #[cfg(target_arch = "wasm32")]
         $crate::bindings::webhook::__export_webhook_policy!(
             $ty with_types_in $crate::bindings::webhook
+        );
+    };
+}
+
+/// Exports a type implementing [`tool::ToolPolicy`] (world `tool-policy`).
+#[macro_export]
+macro_rules! export_tool_policy {
+    ($ty:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::tool::__export_tool_policy!(
+            $ty with_types_in $crate::bindings::tool
+        );
+    };
+}
+
+/// Exports a type implementing [`retrieval::RetrievalPolicy`] (world `retrieval-policy`).
+#[macro_export]
+macro_rules! export_retrieval_policy {
+    ($ty:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::retrieval::__export_retrieval_policy!(
+            $ty with_types_in $crate::bindings::retrieval
         );
     };
 }

@@ -6,71 +6,17 @@
 //
 // usage: node vercel_ai_driver.mjs MODEL
 import { createOpenAI } from '@ai-sdk/openai';
-import { embedMany, generateText, streamText, tool, jsonSchema, stepCountIs, Output } from 'ai';
+import { embedMany, generateText, jsonSchema, Output } from 'ai';
+import { attempt, generate, stream, streamedToolLoop, toolLoop } from './ai_sdk_scenarios.mjs';
 
 const openai = createOpenAI({ baseURL: process.env.GATEWAY_URL, apiKey: process.env.GATEWAY_KEY });
 const model = openai(process.argv[2]);
 
-function error(e) {
-  return { name: e?.name, statusCode: e?.statusCode, message: String(e?.message).slice(0, 500),
-           responseBody: e?.responseBody };
-}
-
-async function attempt(f) {
-  try {
-    return await f();
-  } catch (e) {
-    return { error: error(e) };
-  }
-}
-
 const out = { provider: model.provider };
-
-out.generate = await attempt(async () => {
-  const r = await generateText({ model, prompt: 'What is the capital of France?' });
-  return { text: r.text, finishReason: r.finishReason, usage: r.usage, modelId: r.response?.modelId };
-});
-
-out.stream = await attempt(async () => {
-  const s = streamText({ model, prompt: 'Name three rivers.' });
-  let text = '';
-  let parts = 0;
-  for await (const delta of s.textStream) {
-    text += delta;
-    parts += 1;
-  }
-  return { text, parts, finishReason: await s.finishReason, usage: await s.usage };
-});
-
-function orderTools(calls) {
-  return {
-    lookUpOrder: tool({
-      description: 'Looks up the order the customer is asking about.',
-      inputSchema: jsonSchema({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'],
-                                additionalProperties: false }),
-      execute: async ({ text }) => {
-        calls.push(text);
-        return 'Order SOV-4417 ships on Tuesday.';
-      },
-    }),
-  };
-}
-
-out.tools = await attempt(async () => {
-  const calls = [];
-  const r = await generateText({ model, prompt: 'Where is my order?', tools: orderTools(calls),
-                                 stopWhen: stepCountIs(3) });
-  return { text: r.text, steps: r.steps.length, calls, finishReason: r.finishReason, usage: r.totalUsage };
-});
-
-out.streamTools = await attempt(async () => {
-  const calls = [];
-  const s = streamText({ model, prompt: 'Where is my order?', tools: orderTools(calls), stopWhen: stepCountIs(3) });
-  let text = '';
-  for await (const delta of s.textStream) text += delta;
-  return { text, steps: (await s.steps).length, calls, finishReason: await s.finishReason,
-           usage: await s.totalUsage };
-});
+out.generate = await generate(model);
+out.stream = await stream(model);
+out.tools = await toolLoop(model);
+out.streamTools = await streamedToolLoop(model);
 
 out.embed = await attempt(async () => {
   const r = await embedMany({ model: openai.embedding('multilingual-e5-small'),

@@ -7,14 +7,17 @@
 //! collection of one or a few chunks gets meaningful z-scores. It is fitted on searches of the
 //! whole evaluation corpus and of small collections drawn from it (crate README). `brier`, `auc`
 //! and `reliability` report how well calibrated it is. `Features::for_hit` gives one hit's
-//! features for a per-citation confidence with the same model.
+//! features for a per-citation confidence with the same model; `with_entities` lowers a confidence
+//! when the query names something the library does not hold (issue 50).
 #![expect(
     clippy::needless_range_loop,
     reason = "small dense linear algebra reads best with explicit indices"
 )]
 
+mod entities;
 mod fitted;
 
+pub use entities::{DISAGREEMENT_FACTOR, IDENTIFIED, UNKNOWN_NAME_FACTOR, with_entities};
 pub use fitted::CALIBRATIONS;
 
 use crate::index::{Hit, ScorePrior, SearchResults};

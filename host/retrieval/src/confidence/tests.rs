@@ -86,6 +86,7 @@ fn features_come_from_the_search_results() {
         vector_rank: Some(1),
         bm25_rank: Some(1),
         terms_matched: 3,
+        entity_share: 0.0,
     };
     let results = SearchResults {
         hits: vec![hit],
@@ -97,6 +98,7 @@ fn features_come_from_the_search_results() {
         vector_top_z: 2.5,
         vector_top_baseline: 0.78,
         vector_candidates: 12,
+        ..SearchResults::default()
     };
     let f = Features::from_results(&results);
     assert!((f.top1_cosine - 0.9).abs() < 1e-6);
@@ -136,6 +138,7 @@ fn a_hits_features_are_its_own_with_the_querys_overlap() {
         vector_rank: None,
         bm25_rank: None,
         terms_matched: terms,
+        entity_share: 0.0,
     };
     let results = SearchResults {
         hits: vec![hit(1, 0.9, 3.0, 4.0, 3), hit(2, 0.8, 0.5, 0.0, 0)],
@@ -147,6 +150,7 @@ fn a_hits_features_are_its_own_with_the_querys_overlap() {
         bm25_ceiling: 8.0,
         query_terms: 4,
         list_overlap: 0.5,
+        ..SearchResults::default()
     };
     let best = Features::for_hit(&results, &results.hits[0]);
     assert_eq!(best, Features::from_results(&results));

@@ -107,6 +107,16 @@ impl Bm25 {
         }
     }
 
+    /// Whether `term` occurs in a slot `accept` accepts.
+    pub(crate) fn occurs(&self, term: &str, accept: impl Fn(usize) -> bool) -> bool {
+        self.terms.get(term).is_some_and(|&id| {
+            self.postings[id as usize]
+                .slots
+                .iter()
+                .any(|&s| accept(s as usize))
+        })
+    }
+
     /// Scores every slot containing a query term: (slot, score, terms matched), unordered.
     /// `accept` filters slots (live, tenant, collection, predicate); it is asked once per slot.
     pub(crate) fn score_all(
@@ -135,6 +145,47 @@ impl Bm25 {
             .into_iter()
             .filter(|&slot| accept(slot as usize))
             .map(|slot| (slot, scores[slot as usize], matched[slot as usize]))
+            .collect()
+    }
+
+    /// `score_all`, each slot also with its score from `part`'s terms alone (a subset of
+    /// `query`'s, prepared by the same index: the same idf per term), in one pass over the
+    /// postings: (slot, score, terms matched, score of `part`). The entity rule ranks on the query
+    /// without the words that named a document, and confidence reads the whole query's figures.
+    pub(crate) fn score_all_with_part(
+        &self,
+        query: &PreparedQuery,
+        part: &PreparedQuery,
+        mut accept: impl FnMut(usize) -> bool,
+    ) -> Vec<(u32, f32, u16, f32)> {
+        let avg = self.avg_len();
+        let n = self.doc_len.len();
+        let (mut scores, mut partial) = (vec![0f32; n], vec![0f32; n]);
+        let mut matched = vec![0u16; n];
+        let mut touched = Vec::new();
+        for &(id, idf) in &query.terms {
+            let in_part = part.terms.iter().any(|&(p, _)| p == id);
+            let p = &self.postings[id as usize];
+            for (&slot, &tf) in p.slots.iter().zip(&p.tfs) {
+                let i = slot as usize;
+                if matched[i] == 0 {
+                    touched.push(slot);
+                }
+                let score = idf * self.tf_part(tf, slot, avg);
+                scores[i] += score;
+                if in_part {
+                    partial[i] += score;
+                }
+                matched[i] += 1;
+            }
+        }
+        touched
+            .into_iter()
+            .filter(|&slot| accept(slot as usize))
+            .map(|slot| {
+                let i = slot as usize;
+                (slot, scores[i], matched[i], partial[i])
+            })
             .collect()
     }
 
@@ -214,6 +265,27 @@ mod tests {
         let mut scored = index.score_all(&prepared, |_| true);
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
         scored.into_iter().map(|(s, _, _)| s).collect()
+    }
+
+    #[test]
+    fn a_part_of_the_query_is_scored_in_the_same_pass_as_a_query_of_its_own() {
+        let mut index = Bm25::default();
+        index.push(&terms("northgate card fee"));
+        index.push(&terms("card fee replaced"));
+        index.push(&terms("northgate dormant account"));
+        index.push(&terms("harbor loan"));
+        let whole = index.prepare(&terms("northgate card fee"));
+        let part = index.prepare(&terms("card fee"));
+        let both = index.score_all_with_part(&whole, &part, |s| s != 1);
+        let alone = index.score_all(&whole, |s| s != 1);
+        let of_part = index.score_all(&part, |s| s != 1);
+        assert_eq!(both.len(), alone.len());
+        for (slot, score, matched, partial) in both {
+            let a = alone.iter().find(|a| a.0 == slot).copied();
+            assert_eq!(a, Some((slot, score, matched)));
+            let p = of_part.iter().find(|p| p.0 == slot).map_or(0.0, |p| p.1);
+            assert!((partial - p).abs() < 1e-6, "slot {slot}: {partial} vs {p}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! cores (`from_rows`), deletion by document or chunk (invisible at once), compaction once a
 //! quarter of the slots are dead, the HNSW graph built at `ANN_THRESHOLD` and after compaction.
 
-use super::vectors::VectorError;
+use super::vectors::{self, VectorError};
 use super::{ANN_THRESHOLD, Index, IndexError, Slot, hnsw, vector_from_bytes};
 use crate::normalize::{is_mostly_arabic, normalize, terms};
 
@@ -14,10 +14,14 @@ pub struct ChunkInput<'a> {
     pub collection: &'a str,
     pub document_id: &'a str,
     pub text: &'a str,
+    /// The chunk's embedding (`dim` values), optionally followed by the chunk embedded after its
+    /// document's title (`2 × dim` in all: the entity rule's contextual vector, ranked on when a
+    /// query's names identify a document; see `SearchOptions::entity_weight`).
     pub vector: &'a [f32],
 }
 
-/// A chunk as the host's store keeps it: the vector in `vector_to_bytes` form.
+/// A chunk as the host's store keeps it: the vector in `vector_to_bytes` form (`dim` or `2 × dim`
+/// values, as `ChunkInput::vector`).
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkRow<'a> {
     pub chunk_id: u64,
@@ -113,7 +117,14 @@ impl Index {
         normalized: &str,
         arabic: bool,
     ) -> Result<(), IndexError> {
-        self.vectors.check(chunk.vector)?;
+        let dim = self.vectors.dim();
+        let (vector, context) = if chunk.vector.len() == 2 * dim && dim > 0 {
+            let (alone, after_title) = chunk.vector.split_at(dim);
+            (alone, Some(after_title))
+        } else {
+            (chunk.vector, None)
+        };
+        self.vectors.check(vector)?;
         if chunk.vector.iter().any(|x| !x.is_finite()) {
             return Err(VectorError::NotFinite.into());
         }
@@ -121,9 +132,21 @@ impl Index {
             self.kill(old);
         }
         let terms: Vec<&str> = terms(normalized, self.tokenizer).collect();
-        self.vectors.push(chunk.vector)?;
-        self.bm25.push(&terms);
         let slot = self.slots.len() as u32;
+        // The contextual store, once any chunk has a contextual vector, holds a row per slot:
+        // started from copies of the vectors so far, a chunk without one gets its own vector.
+        if context.is_some() && self.context.is_none() {
+            let mut store = vectors::VectorStore::new(dim);
+            for s in 0..self.slots.len() {
+                store.push_copy(&self.vectors, s);
+            }
+            self.context = Some(store);
+        }
+        if let Some(store) = &mut self.context {
+            store.push(context.unwrap_or(vector))?;
+        }
+        self.vectors.push(vector)?;
+        self.bm25.push(&terms);
         if let Some(ann) = &mut self.ann {
             ann.insert(slot, &self.vectors);
         }
@@ -175,6 +198,7 @@ impl Index {
         let Some(document) = self.names.get(document_id) else {
             return 0;
         };
+        self.entities.remove(document);
         let slots = self.by_document.remove(&document).unwrap_or_default();
         let mut removed = 0;
         for slot in slots {
@@ -225,6 +249,9 @@ impl Index {
         }
         let keep: Vec<bool> = self.slots.iter().map(|s| s.alive).collect();
         self.vectors.retain(&keep);
+        if let Some(store) = &mut self.context {
+            store.retain(&keep);
+        }
         self.bm25.retain(&keep);
         self.slots.retain(|s| s.alive);
         self.by_chunk.clear();

@@ -3,10 +3,12 @@
 //! and a caller predicate; delete by document (invisible at once, space reclaimed by compaction);
 //! rebuilt from the host store's rows (`ChunkRow`). This file holds the `Index` itself (its
 //! tables, construction, size); adding and removing chunks is `chunks`, a search `search` (asked
-//! and answered in `query`'s types), the per-script z-scores `zscores`, ranking order `rank`.
+//! and answered in `query`'s types), the per-script z-scores `zscores`, ranking order `rank`,
+//! documents' names (title and aliases) matched across scripts `entities`.
 
 mod bm25;
 mod chunks;
+mod entities;
 mod fusion;
 mod hnsw;
 mod query;
@@ -19,8 +21,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use chunks::{ChunkInput, ChunkRow};
+pub use entities::MAX_HEADER_WORDS;
 pub use fusion::RRF_K;
-pub use query::{ChunkMeta, Filter, Fusion, Hit, Mode, SearchOptions, SearchResults};
+pub use query::{
+    ChunkMeta, ENTITY_WEIGHT, Filter, Fusion, Hit, Mode, SearchOptions, SearchResults,
+};
 pub use vectors::{VectorError, vector_from_bytes, vector_to_bytes};
 pub use zscores::ScorePrior;
 
@@ -79,6 +84,10 @@ pub struct Index {
     model_key: String,
     tokenizer: TokenizerOptions,
     vectors: vectors::VectorStore,
+    /// The chunks embedded after their document's title (`ChunkInput::vector`'s second half),
+    /// a row per slot once any chunk brought one (the others' own vectors copied): ranked on
+    /// instead of `vectors` when the query's names identify a document (`search`).
+    context: Option<vectors::VectorStore>,
     bm25: bm25::Bm25,
     slots: Vec<Slot>,
     by_chunk: HashMap<u64, u32>,
@@ -90,6 +99,8 @@ pub struct Index {
     ann: Option<hnsw::Hnsw>,
     /// The per-script cosine prior the z-scores are shrunk toward (`ScorePrior`).
     prior: Option<ScorePrior>,
+    /// Documents' headers (title, aliases) under their name keys (`set_document_header`).
+    entities: entities::Entities,
 }
 
 /// Live chunks at which the index builds its HNSW graph on its own. Measured at 100k chunks
@@ -113,6 +124,7 @@ impl Index {
             model_key: model_key.into(),
             tokenizer,
             vectors: vectors::VectorStore::new(dim),
+            context: None,
             bm25: bm25::Bm25::default(),
             slots: Vec::new(),
             by_chunk: HashMap::new(),
@@ -121,7 +133,18 @@ impl Index {
             dead: 0,
             ann: None,
             prior: None,
+            entities: entities::Entities::default(),
         }
+    }
+
+    /// Sets a document's header (`entities`): `title` (its title, file name: its words name the
+    /// document when a query uses them as a name, or transliterated) and `names` (the names
+    /// given at upload — organisation, aliases, translations — in any script). Every chunk of the
+    /// document is then ranked as being about the names in it. May be called before or after the
+    /// document's chunks are added; both empty removes it, and so does deleting the document.
+    pub fn set_document_header(&mut self, document_id: &str, title: &str, names: &str) {
+        let document = self.names.intern(document_id);
+        self.entities.set(document, title, names);
     }
 
     /// Replaces the score prior (`None`, as `Index::new` starts: z-scores from the filtered
@@ -153,6 +176,11 @@ impl Index {
         self.len() == 0
     }
 
+    /// Whether chunks were added with a second vector (embedded after their document's title).
+    pub fn has_context_vectors(&self) -> bool {
+        self.context.is_some()
+    }
+
     /// Whether searches can use an HNSW graph.
     pub fn has_ann(&self) -> bool {
         self.ann.is_some()
@@ -165,7 +193,17 @@ impl Index {
             self.by_chunk.capacity() * 16 + self.by_document.capacity() * 32 + self.slots.len() * 4;
         let names: usize = self.names.names.iter().map(|n| n.len() + 16 + 40).sum();
         let ann = self.ann.as_ref().map_or(0, hnsw::Hnsw::memory_bytes);
-        self.vectors.memory_bytes() + self.bm25.memory_bytes() + slots + maps + names + ann
+        self.vectors.memory_bytes()
+            + self
+                .context
+                .as_ref()
+                .map_or(0, vectors::VectorStore::memory_bytes)
+            + self.bm25.memory_bytes()
+            + slots
+            + maps
+            + names
+            + ann
+            + self.entities.memory_bytes()
     }
 }
 

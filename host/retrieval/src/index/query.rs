@@ -67,7 +67,18 @@ pub struct SearchOptions {
     /// (when it has one). The confidence figures (`SearchResults::vector_top_z`) always use the
     /// prior; this says whether the ranking does too.
     pub prior_in_ranking: bool,
+    /// With `Fusion::Scores`: added × the lead of the document holding the largest share of the
+    /// names the query matches in the searched documents' headers over the next one, to that
+    /// document's chunks (`Index::set_document_header`; 0 turns the entity rule off). The chunks of the document the query's names point at also become candidates, best
+    /// first, when neither ranking had them; and words naming a searched document leave the BM25
+    /// ranking (not the figures confidence reads) — a paragraph repeating the bank's name is not
+    /// more about the asked topic.
+    pub entity_weight: f32,
 }
+
+/// The default `SearchOptions::entity_weight`, chosen on the tuning part of the entity evaluation
+/// (`eval/entities/`, crate README).
+pub const ENTITY_WEIGHT: f32 = 4.0;
 
 /// How the vector and BM25 rankings are combined (the evaluation compares them).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,6 +112,7 @@ impl Default for SearchOptions {
             fusion: Fusion::default(),
             exact_vectors: false,
             prior_in_ranking: true,
+            entity_weight: ENTITY_WEIGHT,
         }
     }
 }
@@ -130,6 +142,9 @@ pub struct Hit {
     pub bm25_rank: Option<u32>,
     /// Distinct query terms present in the chunk.
     pub terms_matched: u16,
+    /// The chunk's document's share of the names the query matched in the searched documents'
+    /// headers (0–1; 0 when the query names none).
+    pub entity_share: f32,
 }
 
 /// A search's hits and the query-level figures `confidence` turns into features.
@@ -158,4 +173,15 @@ pub struct SearchResults {
     /// |top-5 by vector ∩ top-5 by BM25| / min(5, filtered chunks): the share of the vector top-5
     /// that BM25 also ranks in its top 5 (1 when every chunk of a collection of three is in both).
     pub list_overlap: f32,
+    /// The largest share of the query's name evidence one searched document holds (0 when the
+    /// query names no searched document's header; see `Hit::entity_share`).
+    pub entity_best: f32,
+    /// How far that document's share leads the next one's: near 1 when the query's names point
+    /// at one document, 0 when they are words every header has ("Bank").
+    pub entity_lead: f32,
+    /// Words of the query that look like a name (`names::name_like_words`).
+    pub name_words: u16,
+    /// Of them, those found neither in a searched document's header nor in a searched chunk: the
+    /// query asks about something the library does not hold.
+    pub unknown_names: u16,
 }

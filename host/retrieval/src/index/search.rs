@@ -5,7 +5,9 @@
 use super::fusion;
 use super::query::{ChunkMeta, Filter, Fusion, Hit, Mode, SearchOptions, SearchResults};
 use super::rank::{Scored, top_n};
+use super::vectors::VectorStore;
 use super::{Index, IndexError};
+use crate::names::{MIN_SKELETON, name_like_words, skeleton};
 use crate::normalize::{is_mostly_arabic, normalize, terms};
 
 /// Candidates the HNSW walk keeps (at least; twice the ranking depth when that is more).
@@ -60,11 +62,48 @@ impl Index {
             });
         };
 
+        // The entity rule (`entities`): the searched documents' headers against the query.
+        let document_searched = |d: u32| {
+            self.by_document
+                .get(&d)
+                .is_some_and(|slots| slots.iter().any(|&s| accept(s as usize)))
+        };
+        let name_words = name_like_words(query_text);
+        let entity =
+            self.entities
+                .match_query(query_text, &name_words, &document_searched, &|w: &str| {
+                    self.bm25.occurs(w, &accept)
+                });
+        // A name too short for a skeleton key ("Eid", "Amyal" for أميال) cannot be matched
+        // across scripts, so it is not known to be missing either.
+        let unknown_names = name_words
+            .iter()
+            .filter(|w| {
+                skeleton(w).chars().count() >= MIN_SKELETON
+                    && !self.entities.names_a_document(w, &document_searched)
+                    && !self.bm25.occurs(w, &accept)
+            })
+            .count();
+        let entity_weight = match (options.mode, options.fusion) {
+            (Mode::Hybrid, Fusion::Scores { .. }) => options.entity_weight.max(0.0),
+            _ => 0.0,
+        };
+        // The document the query's names identify, if any (the entity rule on). Its chunks, and
+        // every other, are then ranked on their vectors embedded after their document's title when
+        // the index has them (`Index::context`): the title makes a paragraph deep in the document
+        // about the named organisation. Other queries rank on the chunks embedded alone: with the
+        // title, short chunks of unrelated documents drifted toward the question's language and
+        // cost cross-language hits on the original evaluation (crate README).
+        let leader = entity.leader().filter(|_| entity_weight > 0.0);
+        let contextual = leader.and(self.context.as_ref());
+        let store = contextual.unwrap_or(&self.vectors);
         // A single-list mode skips the other side's scan (its figures in the results are empty).
         let ann = self
             .ann
             .as_ref()
             .filter(|_| !options.exact_vectors && options.mode != Mode::LexicalOnly)
+            // The graph is over the chunks embedded alone.
+            .filter(|_| contextual.is_none())
             .filter(|_| (0..self.slots.len()).filter(|&s| accept(s)).count() * 5 >= self.len());
         let (sims, sample) = if options.mode == Mode::LexicalOnly {
             (Vec::new(), None)
@@ -73,7 +112,7 @@ impl Index {
             let found = ann.search(&query, &self.vectors, ef, &accept);
             (found, Some(self.sample(&query, &accept)))
         } else {
-            (self.scan(&query, &accept), None)
+            (self.scan(store, &query, &accept), None)
         };
         // Statistics for the z-scores: all accepted chunks, or a sample of them under HNSW,
         // pooled with the prior (for the query's script) when there is one.
@@ -94,21 +133,64 @@ impl Index {
         } else {
             top_n(sims.iter().copied(), depth)
         };
-        let lexical_all = if options.mode == Mode::VectorOnly {
-            Vec::new()
-        } else {
-            self.bm25.score_all(&prepared, &accept)
+        // Words naming a searched document are the entity rule's evidence, not the lexical
+        // ranking's: a paragraph that repeats the bank's name is not more about the asked topic.
+        // (The figures confidence reads keep every term: the calibration was fitted on them.)
+        let topical = (entity_weight > 0.0 && !entity.share.is_empty())
+            .then(|| {
+                let kept: Vec<&str> = terms
+                    .iter()
+                    .copied()
+                    .filter(|t| !entity.words.iter().any(|w| w == t))
+                    .collect();
+                (kept.len() < terms.len()).then(|| self.bm25.prepare(&kept))
+            })
+            .flatten();
+        let ranking = topical.as_ref().unwrap_or(&prepared);
+        // The BM25 ranking of the whole query (confidence's figures) and the one fusion ranks on
+        // (without the words that named a document, when any did): one pass over the postings.
+        let (lexical_list, ranking_list) = match (&topical, options.mode) {
+            (_, Mode::VectorOnly) => (Vec::new(), Vec::new()),
+            (None, _) => {
+                let all = self.bm25.score_all(&prepared, &accept);
+                let list = top_n(all.iter().map(|&(slot, s, _)| Scored(s, slot)), depth);
+                (list.clone(), list)
+            }
+            (Some(topical), _) => {
+                let all = self.bm25.score_all_with_part(&prepared, topical, &accept);
+                (
+                    top_n(all.iter().map(|&(slot, s, _, _)| Scored(s, slot)), depth),
+                    top_n(
+                        all.iter()
+                            .filter(|a| a.3 > 0.0)
+                            .map(|&(slot, _, _, t)| Scored(t, slot)),
+                        depth,
+                    ),
+                )
+            }
         };
-        let lexical_list = top_n(
-            lexical_all.iter().map(|&(slot, s, _)| Scored(s, slot)),
-            depth,
-        );
 
         let v_slots: Vec<u32> = vector_list.iter().map(|s| s.1).collect();
-        let l_slots: Vec<u32> = lexical_list.iter().map(|s| s.1).collect();
+        let l_slots: Vec<u32> = ranking_list.iter().map(|s| s.1).collect();
+        // The best chunks of the document the query names, in case neither ranking had them.
+        // Its chunks are found through the document's own slot list (not a pass over every
+        // chunk's cosine), which also works under HNSW, where `sims` holds only what the walk met.
+        let named: Vec<u32> = match leader.and_then(|document| self.by_document.get(&document)) {
+            Some(slots) => top_n(
+                slots.iter().filter(|&&s| accept(s as usize)).map(|&s| {
+                    let sim = store.similarity(&query, s as usize);
+                    Scored(self.z(&params, s, sim), s)
+                }),
+                depth,
+            )
+            .iter()
+            .map(|s| s.1)
+            .collect(),
+            None => Vec::new(),
+        };
         let bm25_norm = |score: f32| {
-            if prepared.ceiling > 0.0 {
-                score / prepared.ceiling
+            if ranking.ceiling > 0.0 {
+                score / ranking.ceiling
             } else {
                 0.0
             }
@@ -119,22 +201,30 @@ impl Index {
             (Mode::Hybrid, Fusion::Rrf) => fusion::rrf(&[&v_slots, &l_slots], options.rrf_k),
             (Mode::Hybrid, Fusion::EvidenceRrf) => {
                 let v: Vec<(u32, f32)> = v_slots.iter().map(|&s| (s, 1.0)).collect();
-                let l: Vec<(u32, f32)> = lexical_list
+                let l: Vec<(u32, f32)> = ranking_list
                     .iter()
                     .map(|s| (s.1, (2.0 * bm25_norm(s.0)).min(1.0)))
                     .collect();
                 fusion::weighted_rrf(&[&v, &l], options.rrf_k)
             }
             (Mode::Hybrid, Fusion::Scores { lexical }) => {
-                let mut candidates: Vec<u32> = v_slots.iter().chain(&l_slots).copied().collect();
+                let mut candidates: Vec<u32> = v_slots
+                    .iter()
+                    .chain(&l_slots)
+                    .chain(&named)
+                    .copied()
+                    .collect();
                 candidates.sort_unstable();
                 candidates.dedup();
                 let mut scored: Vec<(u32, f32, Vec<Option<u32>>)> = candidates
                     .into_iter()
                     .map(|slot| {
-                        let sim = self.vectors.similarity(&query, slot as usize);
-                        let (bm25, _) = self.bm25.score_one(&prepared, slot);
-                        let score = self.z(&params, slot, sim) + lexical * bm25_norm(bm25);
+                        let sim = store.similarity(&query, slot as usize);
+                        let (bm25, _) = self.bm25.score_one(ranking, slot);
+                        let boost = entity.boost(self.slots[slot as usize].document);
+                        let score = self.z(&params, slot, sim)
+                            + lexical * bm25_norm(bm25)
+                            + entity_weight * boost;
                         let rank =
                             |l: &[u32]| l.iter().position(|&s| s == slot).map(|p| p as u32 + 1);
                         (slot, score, vec![rank(&v_slots), rank(&l_slots)])
@@ -152,7 +242,7 @@ impl Index {
             .map(|(i, (slot, score, ranks))| {
                 let meta = self.slots[slot as usize];
                 let (bm25, terms_matched) = self.bm25.score_one(&prepared, slot);
-                let vector_sim = self.vectors.similarity(&query, slot as usize);
+                let vector_sim = store.similarity(&query, slot as usize);
                 Hit {
                     chunk_id: meta.chunk_id,
                     document_id: self.names.name(meta.document).clone(),
@@ -165,12 +255,14 @@ impl Index {
                     vector_rank: ranks.first().copied().flatten(),
                     bm25_rank: ranks.get(1).copied().flatten(),
                     terms_matched,
+                    entity_share: entity.share(meta.document),
                 }
             })
             .collect();
 
         let top5 = |l: &[u32]| l.iter().take(5).copied().collect::<Vec<_>>();
-        let (v5, l5) = (top5(&v_slots), top5(&l_slots));
+        let full: Vec<u32> = lexical_list.iter().map(|s| s.1).collect();
+        let (v5, l5) = (top5(&v_slots), top5(&full));
         // Out of what the lists could share: fewer than 5 filtered chunks cannot fill a top 5.
         let overlap = v5.iter().filter(|s| l5.contains(s)).count() as f32 / v5.len().max(1) as f32;
         let best_z = sims
@@ -189,13 +281,19 @@ impl Index {
             bm25_ceiling: prepared.ceiling,
             query_terms: prepared.distinct_terms,
             list_overlap: overlap,
+            entity_best: entity.best(),
+            entity_lead: entity.lead(),
+            name_words: u16::try_from(name_words.len()).unwrap_or(u16::MAX),
+            unknown_names: u16::try_from(unknown_names).unwrap_or(u16::MAX),
         })
     }
 
-    /// The cosine of every accepted slot, in slot order. Above `PARALLEL_SCAN` slots the scan is
+    /// The cosine of every accepted slot in `store` (the chunks alone or after their title), in
+    /// slot order. Above `PARALLEL_SCAN` slots the scan is
     /// split over the available cores (scoped threads; the results are identical).
     pub(super) fn scan(
         &self,
+        store: &VectorStore,
         query: &(Vec<i8>, f32),
         accept: &(impl Fn(usize) -> bool + Sync),
     ) -> Vec<Scored> {
@@ -203,7 +301,7 @@ impl Index {
         let range = |lo: usize, hi: usize| -> Vec<Scored> {
             (lo..hi)
                 .filter(|&slot| accept(slot))
-                .map(|slot| Scored(self.vectors.similarity(query, slot), slot as u32))
+                .map(|slot| Scored(store.similarity(query, slot), slot as u32))
                 .collect()
         };
         let threads = std::thread::available_parallelism()

@@ -504,7 +504,7 @@ fn the_threaded_scan_ranks_exactly_like_the_sequential_one() {
     let q = vec_at(5, 0.5);
     let prepared = index.vectors.prepare(&q).unwrap();
     let accept = |slot: usize| index.slots[slot].tenant == index.names.get("a").unwrap_or(u32::MAX);
-    let threaded = index.scan(&prepared, &accept);
+    let threaded = index.scan(&index.vectors, &prepared, &accept);
     let sequential: Vec<Scored> = (0..index.slots.len())
         .filter(|&s| accept(s))
         .map(|s| Scored(index.vectors.similarity(&prepared, s), s as u32))

@@ -109,6 +109,13 @@ impl VectorStore {
         Ok(())
     }
 
+    /// Appends a copy of `from`'s slot `slot` (a store of the same dimensions).
+    pub(crate) fn push_copy(&mut self, from: &VectorStore, slot: usize) {
+        self.data
+            .extend_from_slice(&from.data[slot * from.dim..(slot + 1) * from.dim]);
+        self.scales.push(from.scales[slot]);
+    }
+
     /// The query in the store's form.
     pub(crate) fn prepare(&self, vector: &[f32]) -> Result<(Vec<i8>, f32), VectorError> {
         self.check(vector)?;

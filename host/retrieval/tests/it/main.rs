@@ -8,6 +8,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod entities;
 mod model;
 mod retrieval;
 mod small_collections;

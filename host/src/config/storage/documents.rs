@@ -35,8 +35,25 @@ pub(in crate::config) struct RawDocuments {
     /// Tokens a chunk aims for, and tokens of overlap between neighbours.
     chunk_tokens: usize,
     chunk_overlap_tokens: usize,
-    /// Uploads extracted and embedded at the same time (each embedding uses every core).
+    /// Uploads extracted and embedded at the same time (their embedding shares one engine).
     concurrent_ingests: usize,
+    /// How long a worker's claim on a queued upload holds without news: a replica that dies
+    /// mid-job loses the job to another (or to itself restarted) after this.
+    ingest_lease_ms: u64,
+    /// ONNX Runtime's intra-op threads for the built-in embedding model (default: every core).
+    threads: Option<usize>,
+    /// The embedding engine's nice value (0–19; Linux: its threads and ONNX Runtime's pool):
+    /// above 0, the request path's threads run first on a saturated machine.
+    engine_nice: i32,
+    /// Most tokens one `/v1/embeddings` request may ask of the built-in model (all inputs).
+    max_embedding_tokens: u64,
+    /// The ingestion queue's limits: bytes of uploads waiting or being ingested, and their
+    /// pages (known once extracted), per team and for the whole gateway. Past one, an upload
+    /// answers 429 `ingestion_queue_full`.
+    queue_team_bytes: u64,
+    queue_team_pages: u64,
+    queue_bytes: u64,
+    queue_pages: u64,
 }
 
 impl Default for RawDocuments {
@@ -55,6 +72,14 @@ impl Default for RawDocuments {
             chunk_tokens: 400,
             chunk_overlap_tokens: 60,
             concurrent_ingests: 2,
+            ingest_lease_ms: 30_000,
+            threads: None,
+            engine_nice: 10,
+            max_embedding_tokens: 32_768,
+            queue_team_bytes: 1 << 30,
+            queue_team_pages: 20_000,
+            queue_bytes: 4 << 30,
+            queue_pages: 100_000,
         }
     }
 }
@@ -75,6 +100,19 @@ pub struct DocumentsConfig {
     pub chunk_tokens: usize,
     pub chunk_overlap_tokens: usize,
     pub concurrent_ingests: usize,
+    /// `[documents] ingest_lease_ms`: an ingestion claim's lease (renewed every sixth of it).
+    pub ingest_lease: Duration,
+    /// ONNX Runtime's intra-op threads for the built-in model.
+    pub threads: usize,
+    /// `[documents] engine_nice`: the embedding engine's threads' nice value (0: default).
+    pub engine_nice: i32,
+    pub max_embedding_tokens: u64,
+    /// `[documents] queue_*`: the ingestion queue's limits (bytes and pages per team, then in
+    /// all).
+    pub queue_team_bytes: u64,
+    pub queue_team_pages: u64,
+    pub queue_bytes: u64,
+    pub queue_pages: u64,
 }
 
 impl Default for DocumentsConfig {
@@ -142,7 +180,43 @@ pub(in crate::config) fn validate(
             "must be between 1 and 64",
         );
     }
+    if !(1_000..=600_000).contains(&d.ingest_lease_ms) {
+        err(
+            "documents.ingest_lease_ms".into(),
+            "must be between 1000 and 600000",
+        );
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if d.threads.is_some_and(|t| t == 0 || t > 256) {
+        err("documents.threads".into(), "must be between 1 and 256");
+    }
+    if !(0..=19).contains(&d.engine_nice) {
+        err("documents.engine_nice".into(), "must be between 0 and 19");
+    }
+    if !(512..=1 << 22).contains(&d.max_embedding_tokens) {
+        err(
+            "documents.max_embedding_tokens".into(),
+            "must be between 512 and 4194304",
+        );
+    }
+    for (name, value) in [
+        ("queue_team_bytes", d.queue_team_bytes),
+        ("queue_team_pages", d.queue_team_pages),
+        ("queue_bytes", d.queue_bytes),
+        ("queue_pages", d.queue_pages),
+    ] {
+        if value == 0 {
+            err(format!("documents.{name}"), "must be at least 1");
+        }
+    }
     DocumentsConfig {
+        max_embedding_tokens: d.max_embedding_tokens,
+        queue_team_bytes: d.queue_team_bytes,
+        queue_team_pages: d.queue_team_pages,
+        queue_bytes: d.queue_bytes,
+        queue_pages: d.queue_pages,
+        threads: d.threads.unwrap_or(cores).clamp(1, 256),
+        engine_nice: d.engine_nice,
         enabled: d.enabled,
         model: d.model.map(|p| base.join(p)),
         pdfium: d.pdfium.map(|p| base.join(p)),
@@ -156,5 +230,6 @@ pub(in crate::config) fn validate(
         chunk_tokens: d.chunk_tokens,
         chunk_overlap_tokens: d.chunk_overlap_tokens,
         concurrent_ingests: d.concurrent_ingests,
+        ingest_lease: Duration::from_millis(d.ingest_lease_ms),
     }
 }

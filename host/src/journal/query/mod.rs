@@ -211,10 +211,12 @@ pub(super) mod tests {
                 prompt_hash: None,
                 routing_policy: None,
                 residency_boundary: None,
+                retrieval_filtered: None,
                 status: Status::Success,
                 prompt_tokens: Some(seq),
                 completion_tokens: None,
                 latency_us: 1,
+                mcp: None,
             };
             prev = Entry::from_draft(draft, seq, prev).seal_into(&mut out);
             if seq % per == 0 || seq == n {

@@ -42,6 +42,7 @@ pub(super) fn relay(
         idle_timeout: model.timeouts.stream_idle,
         deadline: exchange.deadline,
         error_body: |e| ApiError::from(e).body(),
+        messages: exchange.messages,
         count_usage: Some(CountUsage {
             prompt_tokens: reservation.prompt_tokens(),
             count: {
@@ -55,7 +56,9 @@ pub(super) fn relay(
     let mut first = Some((metrics.clone(), call.ctx.started, model.id.0.clone()));
     let first_frame = move |_: &_| {
         if let Some((metrics, started, model)) = first.take() {
-            metrics.by.first_token(&model, started.elapsed());
+            let after = started.elapsed();
+            metrics.by.first_token(&model, after);
+            metrics.recent.first_token(&model, after);
         }
     };
     let at_end = call.clone();
@@ -63,6 +66,7 @@ pub(super) fn relay(
     let stream = relay_sse(upstream, opts, move |summary: StreamSummary| {
         let call = at_end;
         call.audit.stream_finished(&summary);
+        call.learn_ratio(&model.id, summary.usage);
         // Charged however the stream ended: the upstream's usage, else counted.
         let (tokens_in, tokens_out) = match summary.usage {
             Some(u) => (u.prompt_tokens, u.completion_tokens),

@@ -57,6 +57,7 @@ pub(super) async fn read(
     }
     obj.insert("model".into(), Value::String(model.id.0.clone()));
     let usage = Usage::from_json(&answer);
+    call.learn_ratio(&model.id, usage);
     // Embeddings are charged at their input only: the upstream's prompt tokens, else the
     // counted input the reservation was made for.
     let (tokens_in, tokens_out) = match (usage, generated) {

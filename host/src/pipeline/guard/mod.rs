@@ -104,6 +104,18 @@ pub async fn output(call: &Call, answer: &mut Value, shape: Shape) -> Result<(),
             places.push(format!("/{i}{}", shape.whole_text()));
             texts.push(t.to_string());
         }
+        // The reasoning the client is shown (a Messages client's thinking block).
+        if shape == Shape::Chat {
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(t) = c
+                    .pointer(&format!("/message/{key}"))
+                    .and_then(Value::as_str)
+                {
+                    places.push(format!("/{i}/message/{key}"));
+                    texts.push(t.to_string());
+                }
+            }
+        }
         let calls = c.pointer("/message/tool_calls").and_then(Value::as_array);
         for (k, tc) in calls.into_iter().flatten().enumerate() {
             if let Some(a) = tc.pointer("/function/arguments").and_then(Value::as_str) {
@@ -145,15 +157,27 @@ const TEXTS_PER_CHECK: usize = 32;
 /// The input stage on plain texts (a document's chunks, a retrieval query): block (400, nothing
 /// is kept), redact in place, or flag; returns whether any text was flagged (sensitive).
 pub async fn texts(call: &Call, texts: &mut [String]) -> Result<bool, ApiError> {
+    texts_at(call, Stage::Input, texts).await
+}
+
+/// The guardrail on the texts of an MCP tool call: its arguments (`output == false`: the input
+/// stage, as a prompt) or its result (the output stage, as an answer). Block, redact in place
+/// or flag, as [`texts`].
+pub async fn tool_texts(call: &Call, output: bool, texts: &mut [String]) -> Result<bool, ApiError> {
+    let stage = if output { Stage::Output } else { Stage::Input };
+    texts_at(call, stage, texts).await
+}
+
+async fn texts_at(call: &Call, stage: Stage, texts: &mut [String]) -> Result<bool, ApiError> {
     let who = Subject(call);
     let mut flagged = false;
     let mut redacted = Vec::new();
     for slice in texts.chunks_mut(TEXTS_PER_CHECK) {
-        let Some(verdict) = who.check(Stage::Input, slice).await? else {
+        let Some(verdict) = who.check(stage, slice).await? else {
             return Ok(false);
         };
         if !verdict.blocked.is_empty() {
-            return Err(who.refuse(&verdict.blocked, Stage::Input));
+            return Err(who.refuse(&verdict.blocked, stage));
         }
         if !verdict.redactions.is_empty() {
             guardrail::apply(slice, &verdict.redactions);

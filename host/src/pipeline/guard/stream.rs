@@ -1,5 +1,7 @@
 //! The output stage on a streamed answer: content held back in a window and checked with the
-//! text already sent; tool-call chunks held until the calls end and checked whole.
+//! text already sent; tool-call chunks held until the calls end and checked whole; reasoning
+//! (`reasoning_content`, the thinking a Messages client is shown) held until it ends and checked
+//! whole.
 
 use serde_json::Value;
 
@@ -29,6 +31,65 @@ fn carries_more_than_text(chunk: &Value) -> bool {
         || chunk.get("usage").is_some_and(|u| !u.is_null())
 }
 
+/// Where a chat chunk's reasoning text is (`reasoning_content`, or `reasoning` as some servers
+/// name it), when it carries some.
+fn reasoning_place(chunk: &Value) -> Option<&'static str> {
+    [
+        "/choices/0/delta/reasoning_content",
+        "/choices/0/delta/reasoning",
+    ]
+    .into_iter()
+    .find(|p| {
+        chunk
+            .pointer(p)
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty())
+    })
+}
+
+/// Whether a chat chunk belongs to the reasoning: its text, or the signature a native Messages
+/// upstream gives it (`reasoning_signature`, `upstream::messages`).
+fn is_reasoning(chunk: &Value) -> bool {
+    reasoning_place(chunk).is_some()
+        || chunk
+            .pointer("/choices/0/delta/reasoning_signature")
+            .is_some_and(|s| !s.is_null())
+}
+
+const REASONING_KEYS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_signature"];
+
+/// A reasoning chunk's rest: its reasoning (text and signature) and its role removed (they are
+/// held, [`reasoning_part`]).
+fn without_reasoning(chunk: &mut Value) {
+    if let Some(delta) = chunk
+        .pointer_mut("/choices/0/delta")
+        .and_then(Value::as_object_mut)
+    {
+        delta.retain(|k, _| k != "role" && !REASONING_KEYS.contains(&k.as_str()));
+    }
+}
+
+/// A reasoning chunk's held part: its role and reasoning, no finish, no usage.
+fn reasoning_part(chunk: &Value) -> Value {
+    let mut part = chunk.clone();
+    if let Some(delta) = part
+        .pointer_mut("/choices/0/delta")
+        .and_then(Value::as_object_mut)
+    {
+        delta.retain(|k, _| k == "role" || REASONING_KEYS.contains(&k.as_str()));
+    }
+    if let Some(choice) = part
+        .pointer_mut("/choices/0")
+        .and_then(Value::as_object_mut)
+    {
+        choice.insert("finish_reason".into(), Value::Null);
+    }
+    if let Some(o) = part.as_object_mut() {
+        o.remove("usage");
+    }
+    part
+}
+
 /// Bytes of a streamed answer's text held back from the client, so that an entity split across
 /// chunks is still whole in the window the guardrail checks before any of it is released. Covers
 /// phone, card, IBAN, IP and id numbers and most e-mail addresses; an entity longer than this
@@ -56,6 +117,7 @@ pub fn output_stream(
         call,
         shape,
         calls: Vec::new(),
+        thinking: Vec::new(),
         held: Vec::new(),
         context: String::new(),
         out: std::collections::VecDeque::new(),
@@ -71,6 +133,7 @@ pub fn output_stream(
             }
             match up.next().await {
                 None => {
+                    st.flush_thinking().await;
                     st.release(usize::MAX);
                     st.flush_calls().await;
                     st.done = true;
@@ -88,6 +151,9 @@ struct StreamGuard {
     /// Tool-call chunks not yet sent: their arguments arrive in fragments and are checked whole,
     /// when the calls end (the next other event).
     calls: Vec<Value>,
+    /// Reasoning chunks not yet sent: checked whole when the reasoning ends (the next other
+    /// event). A thinking block reaches the client when it is complete, not token by token.
+    thinking: Vec<Value>,
     /// Content chunks not yet sent, with their text.
     held: Vec<(Value, String)>,
     /// The end of the text already sent.
@@ -111,7 +177,26 @@ impl StreamGuard {
                 .filter_map(|l| l.strip_prefix(b"data: "))
                 .flat_map(|d| d.iter().copied())
                 .collect();
-            let chunk = serde_json::from_slice::<Value>(&data).ok();
+            let mut chunk = serde_json::from_slice::<Value>(&data).ok();
+            // A reasoning chunk is held (its role and reasoning); what else it carries (text,
+            // tool calls, the finish, usage) goes on below as a chunk of its own.
+            let mut split = false;
+            if self.shape == Shape::Chat
+                && let Some(c) = chunk.as_mut().filter(|c| is_reasoning(c))
+            {
+                self.thinking.push(reasoning_part(c));
+                without_reasoning(c);
+                if !carries_more_than_text(c) {
+                    continue;
+                }
+                split = true;
+            }
+            if !self.thinking.is_empty() {
+                self.flush_thinking().await;
+                if self.done {
+                    continue;
+                }
+            }
             let content = chunk
                 .as_ref()
                 .and_then(|c| c.pointer(self.shape.chunk_text()))
@@ -146,9 +231,14 @@ impl StreamGuard {
                         self.release(STREAM_HOLD_BACK_BYTES);
                     }
                 }
-                _ => {
+                (chunk, _) => {
                     // Not a content chunk: everything held goes first, in order.
                     self.release(usize::MAX);
+                    if split && let Some(c) = chunk {
+                        // The rest of a reasoning chunk, as it now is.
+                        self.send_all(vec![c]);
+                        continue;
+                    }
                     let mut raw = Vec::with_capacity(data.len() + 8);
                     for line in event {
                         raw.extend_from_slice(line);
@@ -219,6 +309,41 @@ impl StreamGuard {
         }
     }
 
+    /// Checks the held reasoning whole: a block ends the stream; redactions send it as one
+    /// chunk carrying the redacted text, without the upstream's signature (it signed other
+    /// text); otherwise the chunks go as they came.
+    async fn flush_thinking(&mut self) {
+        if self.thinking.is_empty() {
+            return;
+        }
+        let chunks = std::mem::take(&mut self.thinking);
+        let mut texts = [chunks
+            .iter()
+            .filter_map(|c| reasoning_place(c).and_then(|p| c.pointer(p)?.as_str()))
+            .collect::<String>()];
+        let Some(chunks) = self.check_whole(&mut texts, chunks).await else {
+            return;
+        };
+        let [redacted] = texts;
+        let mut out = Vec::new();
+        for (i, mut chunk) in chunks.into_iter().enumerate() {
+            if let Some(delta) = chunk
+                .pointer_mut("/choices/0/delta")
+                .and_then(Value::as_object_mut)
+            {
+                delta.retain(|k, _| !REASONING_KEYS.contains(&k.as_str()));
+                if i == 0 {
+                    delta.insert("reasoning_content".into(), Value::String(redacted.clone()));
+                }
+            }
+            drop_logprobs(&mut chunk);
+            if i == 0 || carries_more_than_text(&chunk) {
+                out.push(chunk);
+            }
+        }
+        self.send_all(out);
+    }
+
     /// Checks the held tool calls' arguments, each whole: a block ends the stream; redactions
     /// send each call as one chunk carrying its redacted arguments (clients concatenate argument
     /// fragments, so one fragment is as good as many); otherwise the chunks go as they came.
@@ -248,21 +373,9 @@ impl StreamGuard {
             .iter()
             .map(|i| args.get(i).cloned().unwrap_or_default())
             .collect();
-        let who = Subject(&self.call);
-        let verdict = match who.check(Stage::Output, &texts).await {
-            Ok(Some(v)) => v,
-            Ok(None) => return self.send_all(chunks),
-            Err(e) => return self.end(e),
+        let Some(chunks) = self.check_whole(&mut texts, chunks).await else {
+            return;
         };
-        if !verdict.blocked.is_empty() {
-            let refusal = who.refuse(&verdict.blocked, Stage::Output);
-            return self.end(refusal);
-        }
-        if verdict.redactions.is_empty() {
-            return self.send_all(chunks);
-        }
-        who.violation(&verdict.redacted_entities(), "redacted");
-        guardrail::apply(&mut texts, &verdict.redactions);
         // One chunk per call: its first fragment (id, type, name) with the whole arguments;
         // whatever else the chunks carried (a finish reason) goes on the last one.
         let mut out: Vec<Value> = Vec::new();
@@ -295,6 +408,40 @@ impl StreamGuard {
             last["choices"][0]["finish_reason"] = f;
         }
         self.send_all(out);
+    }
+
+    /// The output stage over held chunks' texts, each whole: nothing found sends the chunks as
+    /// they came, a block ends the stream (both answer `None`); a redaction redacts `texts` in
+    /// place and hands the chunks back to be rebuilt around them.
+    async fn check_whole(
+        &mut self,
+        texts: &mut [String],
+        chunks: Vec<Value>,
+    ) -> Option<Vec<Value>> {
+        let who = Subject(&self.call);
+        let verdict = match who.check(Stage::Output, texts).await {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                self.send_all(chunks);
+                return None;
+            }
+            Err(e) => {
+                self.end(e);
+                return None;
+            }
+        };
+        if !verdict.blocked.is_empty() {
+            let refusal = who.refuse(&verdict.blocked, Stage::Output);
+            self.end(refusal);
+            return None;
+        }
+        if verdict.redactions.is_empty() {
+            self.send_all(chunks);
+            return None;
+        }
+        who.violation(&verdict.redacted_entities(), "redacted");
+        guardrail::apply(texts, &verdict.redactions);
+        Some(chunks)
     }
 
     fn send_all(&mut self, chunks: Vec<Value>) {

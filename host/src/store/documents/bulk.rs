@@ -11,11 +11,10 @@ use std::ops::Deref;
 use deadpool_postgres::GenericClient;
 use rusqlite::{Connection, params};
 
-use super::sql::chunk_row;
-use super::{NewChunk, StoredChunk};
+use super::{NewChunk, StoredChunk, chunk_id};
 use crate::store::StoreResult;
 use crate::store::sql::postgres::{Pg, row};
-use crate::store::sql::{Db, Sql, Value};
+use crate::store::sql::{Db, Row, Sql, Value};
 
 /// Chunks inserted per PostgreSQL statement: one round trip for most documents, bounded for the
 /// largest.
@@ -25,14 +24,14 @@ const CHUNKS_PER_STATEMENT: usize = 500;
 /// `position` order (volatile defaults are evaluated after the sort), so ascending ids are the
 /// batch's order.
 const INSERT_CHUNKS: Sql<'static> = Sql {
-    sqlite: "INSERT INTO document_chunks (document_id, ordinal, page, paragraph, text, vector)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    postgres: "INSERT INTO document_chunks (document_id, ordinal, page, paragraph, text, vector)
-             SELECT $1, u.ordinal, u.page, u.paragraph, u.text, u.vector
-             FROM UNNEST($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::TEXT[], $6::BYTEA[])
-                 WITH ORDINALITY AS u(ordinal, page, paragraph, text, vector, position)
-             ORDER BY u.position
-             RETURNING id",
+    sqlite: "INSERT INTO document_chunks (id, document_id, ordinal, page, paragraph, text, vector)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    postgres:
+        "INSERT INTO document_chunks (id, document_id, ordinal, page, paragraph, text, vector)
+             OVERRIDING SYSTEM VALUE
+             SELECT u.id, $1, u.ordinal, u.page, u.paragraph, u.text, u.vector
+             FROM UNNEST($7::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::TEXT[],
+                 $6::BYTEA[]) AS u(id, ordinal, page, paragraph, text, vector)",
 };
 
 /// SQLite: one chunk's vector; PostgreSQL: all of them.
@@ -49,6 +48,18 @@ const CHUNKS: Sql<'static> = Sql {
     postgres: "SELECT id, document_id, page, paragraph, text FROM document_chunks
              WHERE id = ANY($1)",
 };
+
+/// A chunk row as a citation shows it (`id, document_id, page, paragraph, text`), read alike
+/// by the steps written once (`sql.rs`) and by each back end's own.
+pub(super) fn chunk_row(r: &Row) -> StoreResult<StoredChunk> {
+    Ok(StoredChunk {
+        id: r.count(0)?,
+        document_id: r.text(1)?,
+        page: r.opt_count(2)?,
+        paragraph: r.count(3)?,
+        text: r.text(4)?,
+    })
+}
 
 /// A connection or transaction whose back end has its own way with many chunks at once.
 pub(crate) trait Bulk: Db {
@@ -68,7 +79,9 @@ impl<C: Deref<Target = Connection>> Bulk for C {
         let mut st = self.prepare_cached(INSERT_CHUNKS.sqlite)?;
         let mut ids = Vec::with_capacity(chunks.len());
         for chunk in chunks {
+            let id = chunk_id(document, chunk.ordinal);
             st.execute(params![
+                i64::try_from(id).unwrap_or(i64::MAX),
                 document,
                 chunk.ordinal,
                 chunk.page,
@@ -76,7 +89,7 @@ impl<C: Deref<Target = Connection>> Bulk for C {
                 chunk.text,
                 chunk.vector
             ])?;
-            ids.push(self.last_insert_rowid().unsigned_abs());
+            ids.push(id);
         }
         Ok(ids)
     }
@@ -112,18 +125,28 @@ impl<C: GenericClient + Sync> Bulk for Pg<C> {
             let paragraphs: Vec<i64> = batch.iter().map(|c| i64::from(c.paragraph)).collect();
             let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
             let vectors: Vec<&[u8]> = batch.iter().map(|c| c.vector.as_slice()).collect();
-            let rows = self
-                .0
-                .query(
+            let ids: Vec<u64> = batch
+                .iter()
+                .map(|c| chunk_id(document, c.ordinal))
+                .collect();
+            let keys: Vec<i64> = ids
+                .iter()
+                .map(|&id| i64::try_from(id).unwrap_or(i64::MAX))
+                .collect();
+            self.0
+                .execute(
                     &st,
-                    &[&document, &ordinals, &pages, &paragraphs, &texts, &vectors],
+                    &[
+                        &document,
+                        &ordinals,
+                        &pages,
+                        &paragraphs,
+                        &texts,
+                        &vectors,
+                        &keys,
+                    ],
                 )
                 .await?;
-            let mut ids = rows
-                .iter()
-                .map(|r| row(r)?.count(0))
-                .collect::<StoreResult<Vec<u64>>>()?;
-            ids.sort_unstable();
             chunk_ids.extend(ids);
         }
         Ok(chunk_ids)

@@ -3,11 +3,13 @@
 //! [`DocumentStore::chunk_vectors`] at start (and, with replicas, follows other replicas' uploads
 //! through [`DocumentStore::document_vectors`]); SQLite and PostgreSQL implement it over the
 //! steps written once for both ([`sql`]: documents and chunks; [`files`]: files and vector
-//! stores), with [`bulk`] holding the few steps each back end does its own way. Format and
-//! guarantees in `docs/DOCUMENTS.md`.
+//! stores), with [`bulk`] holding the few steps each back end does its own way; the trait is
+//! implemented once for both by [`impl_document_store!`]. Format and guarantees in
+//! `docs/DOCUMENTS.md`.
 
 pub(crate) mod bulk;
 pub(crate) mod files;
+pub(crate) mod schema;
 pub(crate) mod sql;
 
 use futures_util::future::BoxFuture;
@@ -46,6 +48,19 @@ pub struct NewChunk {
     pub text: String,
     /// `sovereign_retrieval::index::vector_to_bytes` form.
     pub vector: Vec<u8>,
+}
+
+/// A chunk's id, derived from its document's id and its place in it (issue 44): the first 8
+/// bytes of SHA-256(`<document id>:<ordinal>`), big-endian, top bit cleared (a positive
+/// `BIGINT`). A document ingested again after a crash, or on another replica, gets exactly the
+/// ids an uninterrupted run gives it. (Chunks stored before this were numbered by the store;
+/// they keep their ids.)
+pub fn chunk_id(document: &str, ordinal: u32) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{document}:{ordinal}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) & (u64::MAX >> 1)
 }
 
 /// A stored document, without its chunks.
@@ -209,4 +224,180 @@ pub trait DocumentStore: Send + Sync + std::fmt::Debug {
     fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>>;
     /// Deletes the vector store and every document in its collection. `false` when none.
     fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+}
+
+/// [`DocumentStore`] for a back end, written once over its "run a step" macro (`store::sql`,
+/// "Running a step").
+macro_rules! impl_document_store {
+    ($store:ty, $run:ident) => {
+        const _: () = {
+            use ::futures_util::future::BoxFuture;
+            use $crate::store::documents::bulk::Bulk;
+            use $crate::store::documents::{
+                ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord,
+                FileWithData, Inserted, NewDocument, NewFile, StoredChunk, VectorStoreRecord,
+                files, sql as steps,
+            };
+            use $crate::store::sql::Conn;
+            use $crate::store::{StoreResult, TeamId};
+
+            impl DocumentStore for $store {
+                fn insert_document(
+                    &self,
+                    document: NewDocument,
+                ) -> BoxFuture<'_, StoreResult<Inserted>> {
+                    $run!(self, |c, now| async move {
+                        steps::insert(c.begin().await?, now, document).await
+                    })
+                }
+
+                fn find_document(
+                    &self,
+                    team: TeamId,
+                    collection: String,
+                    sha256: String,
+                    file_id: Option<String>,
+                ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
+                    $run!(self, |c, _| {
+                        steps::find(&c, &team, &collection, &sha256, file_id.as_deref())
+                    })
+                }
+
+                fn document(
+                    &self,
+                    team: TeamId,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
+                    $run!(self, |c, _| steps::get(&c, &team, &id))
+                }
+
+                fn documents(
+                    &self,
+                    filter: DocumentFilter,
+                ) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
+                    $run!(self, |c, _| steps::list(&c, &filter))
+                }
+
+                fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
+                    $run!(self, |c, _| steps::all(&c))
+                }
+
+                fn delete_document(
+                    &self,
+                    team: TeamId,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<bool>> {
+                    $run!(self, |c, _| steps::delete(&c, &team, &id))
+                }
+
+                fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
+                    $run!(self, |c, _| Bulk::chunks(&c, &ids))
+                }
+
+                fn chunk_vectors(
+                    &self,
+                    model: String,
+                ) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
+                    $run!(self, |c, _| steps::chunk_vectors(&c, &model))
+                }
+
+                fn document_vectors(
+                    &self,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
+                    $run!(self, |c, _| steps::document_vectors(&c, &id))
+                }
+
+                fn document_chunks(
+                    &self,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
+                    $run!(self, |c, _| steps::document_chunks(&c, &id))
+                }
+
+                fn replace_vectors(
+                    &self,
+                    id: String,
+                    model: String,
+                    vectors: Vec<(u64, Vec<u8>)>,
+                ) -> BoxFuture<'_, StoreResult<()>> {
+                    $run!(self, |c, _| async move {
+                        steps::replace_vectors(c.begin().await?, &id, &model, &vectors).await
+                    })
+                }
+
+                fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
+                    $run!(self, |c, now| files::create_file(&mut c, now, file))
+                }
+
+                fn file(
+                    &self,
+                    team: TeamId,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
+                    $run!(self, |c, _| files::file(&c, &team, &id))
+                }
+
+                fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
+                    $run!(self, |c, _| files::files(&c, &team))
+                }
+
+                fn delete_file(
+                    &self,
+                    team: TeamId,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<bool>> {
+                    $run!(self, |c, _| files::delete_file(&c, &team, &id))
+                }
+
+                fn create_vector_store(
+                    &self,
+                    store: VectorStoreRecord,
+                ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
+                    $run!(self, |c, now| files::create_vector_store(
+                        &mut c, now, store
+                    ))
+                }
+
+                fn vector_store(
+                    &self,
+                    team: TeamId,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
+                    $run!(self, |c, _| files::vector_store(&c, &team, &id))
+                }
+
+                fn vector_stores(
+                    &self,
+                    team: TeamId,
+                ) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
+                    $run!(self, |c, _| files::vector_stores(&c, &team))
+                }
+
+                fn delete_vector_store(
+                    &self,
+                    team: TeamId,
+                    id: String,
+                ) -> BoxFuture<'_, StoreResult<bool>> {
+                    $run!(self, |c, _| files::delete_vector_store(&mut c, &team, &id))
+                }
+            }
+        };
+    };
+}
+pub(crate) use impl_document_store;
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_id;
+
+    /// The derivation is part of the contract (docs/DOCUMENTS.md): pinned to values computed
+    /// independently (Python's hashlib).
+    #[test]
+    fn chunk_ids_derive_from_the_document_and_the_ordinal() {
+        assert_eq!(chunk_id("doc_x", 0), 8_171_727_907_181_578_161);
+        assert_eq!(chunk_id("doc_x", 1), 3_175_387_649_924_061_177);
+        assert_ne!(chunk_id("doc_y", 0), chunk_id("doc_x", 0));
+        assert!(i64::try_from(chunk_id("doc_z", 7)).is_ok());
+    }
 }

@@ -12,7 +12,7 @@
 //! a deletion never deadlocks with a re-embedding. The chunks' own bulk steps are in
 //! [`super::bulk`].
 
-use super::bulk::Bulk;
+use super::bulk::{Bulk, chunk_row};
 use super::{ChunkVector, DocumentFilter, DocumentRecord, Inserted, NewDocument, StoredChunk};
 use crate::store::rules::i64_of;
 use crate::store::sql::{Db, Row, Sql, Tx, Value};
@@ -86,7 +86,7 @@ const DELETE: Sql<'static> = Sql {
     postgres: "DELETE FROM documents WHERE team_id = $1 AND id = $2",
 };
 
-/// The columns [`chunk_row`] reads, then `$rest`.
+/// The columns [`chunk_row`] (`bulk.rs`) reads, then `$rest`.
 macro_rules! select_chunk {
     ($rest:literal) => {
         concat!(
@@ -113,13 +113,13 @@ macro_rules! select_vector {
 }
 
 const CHUNK_VECTORS: Sql<'static> = Sql {
-    sqlite: select_vector!("WHERE d.model = ?1 ORDER BY ch.id"),
-    postgres: select_vector!("WHERE d.model = $1 ORDER BY ch.id"),
+    sqlite: select_vector!("WHERE d.model = ?1 ORDER BY ch.document_id, ch.ordinal"),
+    postgres: select_vector!("WHERE d.model = $1 ORDER BY ch.document_id, ch.ordinal"),
 };
 
 const DOCUMENT_VECTORS: Sql<'static> = Sql {
-    sqlite: select_vector!("WHERE d.id = ?1 ORDER BY ch.id"),
-    postgres: select_vector!("WHERE d.id = $1 ORDER BY ch.id"),
+    sqlite: select_vector!("WHERE d.id = ?1 ORDER BY ch.ordinal"),
+    postgres: select_vector!("WHERE d.id = $1 ORDER BY ch.ordinal"),
 };
 
 const SET_MODEL: Sql<'static> = Sql {
@@ -142,16 +142,6 @@ fn document_row(r: &Row) -> StoreResult<DocumentRecord> {
         model: r.text(10)?,
         file_id: Some(r.text(11)?).filter(|f| !f.is_empty()),
         created_at: r.i64(12)?,
-    })
-}
-
-pub(super) fn chunk_row(r: &Row) -> StoreResult<StoredChunk> {
-    Ok(StoredChunk {
-        id: r.count(0)?,
-        document_id: r.text(1)?,
-        page: r.opt_count(2)?,
-        paragraph: r.count(3)?,
-        text: r.text(4)?,
     })
 }
 

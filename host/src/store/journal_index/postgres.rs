@@ -1,12 +1,58 @@
 //! The journal index: `journal_entries`, every replica's chain entry by entry; and
-//! `journal_tlog_heads`, each replica's latest signed tree head.
+//! `journal_tlog_heads`, each replica's latest signed tree head; [`JournalIndexStore`] for
+//! [`PgStore`].
 
 use deadpool_postgres::GenericClient;
-
+use futures_util::future::BoxFuture;
 use tokio_postgres::error::SqlState;
 
+use super::JournalIndexStore;
+use crate::store::postgres::PgStore;
 use crate::store::postgres::statements::{Filters, Params, execute, query, query_one};
 use crate::store::{JournalRow, JournalScan, StoreError, StoreResult, TlogHead};
+
+impl JournalIndexStore for PgStore {
+    fn index_journal(&self, rows: Vec<JournalRow>) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| async move { add(&c, &rows).await })
+    }
+
+    fn journal_indexed_to(&self, replica: String) -> BoxFuture<'_, StoreResult<i64>> {
+        self.run(move |c, _| async move { head(&c, &replica).await })
+    }
+
+    fn journal_rows(&self, scan: JournalScan) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
+        self.run(move |c, _| async move { page(&c, &scan).await })
+    }
+
+    fn journal_chain(
+        &self,
+        replica: String,
+        after_seq: i64,
+        limit: u32,
+    ) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
+        self.run(move |c, _| async move { chain(&c, &replica, after_seq, limit).await })
+    }
+
+    fn journal_replicas(&self) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        self.run(move |c, _| async move { replicas(&c).await })
+    }
+
+    fn publish_tlog_head(&self, replica: String, head: TlogHead) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |c, _| async move { publish_head(&c, &replica, &head).await })
+    }
+
+    fn tlog_head(&self, replica: String) -> BoxFuture<'_, StoreResult<Option<TlogHead>>> {
+        self.run(move |c, _| async move { tlog_head(&c, &replica).await })
+    }
+
+    fn prune_journal_index(
+        &self,
+        replica: String,
+        through_seq: i64,
+    ) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run(move |c, _| async move { prune(&c, &replica, through_seq).await })
+    }
+}
 
 pub(crate) async fn add<C: GenericClient>(tx: &C, rows: &[JournalRow]) -> StoreResult<()> {
     if rows.is_empty() {

@@ -7,7 +7,7 @@
 //! crossing a rotation, and two rotations of one key at once from forking the succession (the
 //! second waits, then finds the key rotating); SQLite's single writer gives both.
 
-use super::{CreatedKey, KeyInfo, KeyState, NewKey};
+use super::{CreatedKey, KeyInfo, KeyLimits, KeyState, NewKey};
 use crate::store::rules::{
     check_key, check_not_negative, from_json, key_state, new_id, new_secret, opt_i64_of, to_json,
 };
@@ -104,6 +104,19 @@ const SUCCEED: Sql<'static> = Sql {
 const REVOKE: Sql<'static> = Sql {
     sqlite: "UPDATE keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
     postgres: "UPDATE keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+};
+
+const SET_LIMITS: Sql<'static> = Sql {
+    sqlite: "UPDATE keys SET rpm = ?2, tpd = ?3 WHERE id = ?1",
+    postgres: "UPDATE keys SET rpm = $2, tpd = $3 WHERE id = $1",
+};
+
+/// A key's budget limit; a key made before its counter row existed gets one.
+const SET_BUDGET: Sql<'static> = Sql {
+    sqlite: "INSERT INTO budgets (scope, limit_micros) VALUES ('key:' || ?1, ?2)
+             ON CONFLICT (scope) DO UPDATE SET limit_micros = excluded.limit_micros",
+    postgres: "INSERT INTO budgets (scope, limit_micros) VALUES ('key:' || $1::TEXT, $2)
+             ON CONFLICT (scope) DO UPDATE SET limit_micros = excluded.limit_micros",
 };
 
 const TOUCH: Sql<'static> = Sql {
@@ -333,6 +346,47 @@ pub(crate) async fn rotate(
         .ok_or_else(|| StoreError::KeyNotFound(new_id.clone()))?;
     tx.commit().await?;
     Ok(CreatedKey { info, secret })
+}
+
+/// Changes the limits `l` names, in one transaction; the key's spend stays.
+pub(crate) async fn update_limits(
+    c: &mut impl Conn,
+    now: UnixMillis,
+    id: KeyId,
+    l: KeyLimits,
+) -> StoreResult<KeyInfo> {
+    if let Some(Some(budget)) = l.budget {
+        check_not_negative(budget, "budget")?;
+    }
+    let tx = c.begin().await?;
+    let key = [Value::from(&id.0)];
+    let mut k = one(&tx, GET_FOR_UPDATE, &key, now)
+        .await?
+        .ok_or_else(|| StoreError::KeyNotFound(id.clone()))?;
+    if let Some(rpm) = l.rpm {
+        k.rpm = rpm;
+    }
+    if let Some(tpd) = l.tpd {
+        k.tpd = tpd;
+    }
+    tx.execute(
+        SET_LIMITS,
+        &[
+            Value::from(&id.0),
+            k.rpm.map(i64::from).into(),
+            opt_i64_of(k.tpd, "tpd")?.into(),
+        ],
+    )
+    .await?;
+    if let Some(budget) = l.budget {
+        tx.execute(SET_BUDGET, &[Value::from(&id.0), budget.into()])
+            .await?;
+    }
+    let info = get(&tx, now, &id)
+        .await?
+        .ok_or_else(|| StoreError::KeyNotFound(id.clone()))?;
+    tx.commit().await?;
+    Ok(info)
 }
 
 pub(crate) async fn revoke(c: &mut impl Conn, now: UnixMillis, id: KeyId) -> StoreResult<KeyInfo> {

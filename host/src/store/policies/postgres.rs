@@ -1,10 +1,35 @@
 //! Policy versions replicas share: `policy_versions` (each upload, whole) and `policy_active`
-//! (the active version of each kind).
+//! (the active version of each kind); [`PolicyStore`] for [`PgStore`].
 
 use deadpool_postgres::GenericClient;
+use futures_util::future::BoxFuture;
 
+use super::PolicyStore;
+use crate::store::postgres::PgStore;
 use crate::store::postgres::statements::{execute, query, query_opt};
 use crate::store::{PolicyKind, StoreError, StoreResult, StoredPolicy};
+
+impl PolicyStore for PgStore {
+    fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {
+        self.run(move |mut c, _| async move {
+            let tx = c.transaction().await?;
+            save(&tx, &policy, activate).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn activate_policy(&self, kind: PolicyKind, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, _| async move { activate(&c, kind, &id).await })
+    }
+
+    fn policies(
+        &self,
+        kind: PolicyKind,
+    ) -> BoxFuture<'_, StoreResult<(Vec<StoredPolicy>, Option<String>)>> {
+        self.run(move |c, _| async move { list(&c, kind).await })
+    }
+}
 
 /// Inside the caller's transaction: the version, and with `activate` it becomes the active one.
 pub(crate) async fn save<C: GenericClient>(

@@ -23,34 +23,24 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::{
-    GenericClient, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime,
-};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use futures_util::future::BoxFuture;
 use tokio_postgres::NoTls;
 use tokio_postgres::config::SslMode;
 
-use super::cert_identities::sql as cert_identities;
-use super::documents::bulk::Bulk;
-use super::documents::{
-    ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
-    NewDocument, NewFile, StoredChunk, VectorStoreRecord,
-};
-use super::documents::{files, sql as documents};
-use super::journal_index::postgres as journal_index;
-use super::keys::sql as keys;
-use super::policies::postgres as policies;
-use super::responses::sql as stored_responses;
+use super::budgets::impl_budget_store;
+use super::cert_identities::impl_cert_identity_store;
+use super::documents::impl_document_store;
+use super::ingest_jobs::impl_ingest_job_store;
+use super::keys::impl_key_store;
+use super::mcp_servers::impl_mcp_store;
+use super::responses::{StoredResponse, impl_response_store, sql as stored_responses};
+use super::sql::Tx;
 use super::sql::postgres::Pg;
-use super::sql::{Conn, Tx};
-use super::teams::sql as teams;
-use super::webhooks::subscriptions;
-use super::webhooks::{AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook};
+use super::teams::impl_team_store;
+use super::webhooks::{impl_outbox_store, impl_webhook_store};
 use super::{
-    BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, JournalRow, JournalScan, KeyId,
-    KeyInfo, Micros, NewCertIdentity, NewKey, NewTeam, PolicyKind, ReservationId, ReserveOutcome,
-    Store, StoreError, StoreResult, StoredPolicy, Team, TeamId, TeamPatch, TlogHead, UnixMillis,
-    UsageFilter, UsageRecord, UsageRow, responses::StoredResponse,
+    Clock, Store, StoreError, StoreResult, UnixMillis, UsageFilter, UsageRecord, UsageRow,
 };
 pub(crate) use errors::describe;
 use statements::{Filters, execute, query, query_one, query_opt};
@@ -147,7 +137,7 @@ impl PgStore {
     }
 
     /// Runs `f` with a pooled connection and the current time.
-    fn run<'a, T, F, Fut>(&'a self, f: F) -> BoxFuture<'a, StoreResult<T>>
+    pub(in crate::store) fn run<'a, T, F, Fut>(&'a self, f: F) -> BoxFuture<'a, StoreResult<T>>
     where
         T: Send + 'a,
         F: FnOnce(Object, UnixMillis) -> Fut + Send + 'a,
@@ -171,69 +161,6 @@ fn session_options(theirs: Option<&str>) -> String {
 }
 
 impl Store for PgStore {
-    fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |c, now| async move { teams::create(&mut Pg(c), now, team).await })
-    }
-
-    fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
-        self.run(move |c, _| async move { teams::get(&Pg(c), &id).await })
-    }
-
-    fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
-        self.run(|c, _| async move { teams::list(&Pg(c)).await })
-    }
-
-    fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |c, now| async move { teams::update(&mut Pg(c), now, id, patch).await })
-    }
-
-    fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { teams::delete(&mut Pg(c), &id).await })
-    }
-
-    fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |c, now| async move { keys::create(&mut Pg(c), now, key).await })
-    }
-
-    fn import_key(
-        &self,
-        key: NewKey,
-        hash: [u8; 32],
-        prefix: String,
-    ) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(
-            move |c, now| async move { keys::import(&mut Pg(c), now, key, hash, prefix).await },
-        )
-    }
-
-    fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::get(&Pg(c), now, &id).await })
-    }
-
-    fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::by_hash(&Pg(c), now, &hash).await })
-    }
-
-    fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::authenticate(&Pg(c), now, &hash).await })
-    }
-
-    fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>> {
-        self.run(move |c, now| async move { keys::list(&Pg(c), now, team.as_ref()).await })
-    }
-
-    fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |c, now| async move { keys::rotate(&mut Pg(c), now, id, grace_ms).await })
-    }
-
-    fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(move |c, now| async move { keys::revoke(&mut Pg(c), now, id).await })
-    }
-
-    fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| async move { keys::touch(&Pg(c), id, at).await })
-    }
-
     fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c, _| async move { usage::record(&c, std::slice::from_ref(&usage)).await })
     }
@@ -244,124 +171,6 @@ impl Store for PgStore {
 
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
         self.run(move |c, _| async move { usage::query(&c, &filter).await })
-    }
-
-    fn budget(&self, scope: BudgetScope) -> BoxFuture<'_, StoreResult<Option<BudgetState>>> {
-        self.run(move |c, _| async move { budgets::get(&c, &scope).await })
-    }
-
-    fn reserve(
-        &self,
-        scopes: Vec<BudgetScope>,
-        amount: Micros,
-    ) -> BoxFuture<'_, StoreResult<ReserveOutcome>> {
-        self.run(
-            move |mut c, now| async move { budgets::reserve(&mut c, now, scopes, amount).await },
-        )
-    }
-
-    fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| async move { budgets::settle(&mut c, id, actual).await })
-    }
-
-    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| async move { budgets::complete(&mut c, id, &usage).await })
-    }
-
-    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |mut c, _| async move { budgets::settle_stale(&mut c, before).await })
-    }
-
-    fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>> {
-        self.run(move |c, now| async move { subscriptions::create(&Pg(c), now, webhook).await })
-    }
-
-    fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>> {
-        self.run(|c, _| async move { subscriptions::list(&Pg(c)).await })
-    }
-
-    fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { subscriptions::delete(&Pg(c), &id).await })
-    }
-
-    fn rotate_webhook_secret(
-        &self,
-        id: String,
-        secret: String,
-        grace_ms: i64,
-    ) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
-        self.run(move |c, now| async move {
-            subscriptions::rotate(&Pg(c), now, &id, &secret, grace_ms).await
-        })
-    }
-
-    fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {
-        self.run(move |mut c, now| async move { webhooks::enqueue(&mut c, now, &batch).await })
-    }
-
-    fn pending_deliveries(
-        &self,
-        webhook_id: String,
-        after_seq: i64,
-        limit: u32,
-    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
-        self.run(
-            move |c, _| async move { webhooks::pending(&c, &webhook_id, after_seq, limit).await },
-        )
-    }
-
-    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| async move { webhooks::record_attempts(&mut c, &records).await })
-    }
-
-    fn deliveries(
-        &self,
-        webhook_id: String,
-        filter: DeliveryFilter,
-    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
-        self.run(
-            move |c, _| async move { webhooks::list_deliveries(&c, &webhook_id, &filter).await },
-        )
-    }
-
-    fn redrive(
-        &self,
-        webhook_id: String,
-        seqs: Option<Vec<i64>>,
-    ) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, now| async move {
-            webhooks::redrive(&c, now, &webhook_id, seqs.as_deref()).await
-        })
-    }
-
-    fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| async move { webhooks::prune(&c, before).await })
-    }
-
-    fn claim_webhook(
-        &self,
-        id: String,
-        owner: String,
-        until: UnixMillis,
-    ) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, now| async move { webhooks::claim(&c, now, &id, &owner, until).await })
-    }
-
-    fn create_cert_identity(
-        &self,
-        identity: NewCertIdentity,
-    ) -> BoxFuture<'_, StoreResult<CertIdentity>> {
-        self.run(
-            move |c, now| async move { cert_identities::create(&mut Pg(c), now, identity).await },
-        )
-    }
-
-    fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>> {
-        self.run(|c, _| async move { cert_identities::list(&Pg(c)).await })
-    }
-
-    fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { cert_identities::delete(&Pg(c), &id).await })
     }
 
     fn charge_and_store(
@@ -377,196 +186,53 @@ impl Store for PgStore {
             tx.commit().await
         })
     }
-
-    fn response(
-        &self,
-        team: TeamId,
-        id: String,
-    ) -> BoxFuture<'_, StoreResult<Option<StoredResponse>>> {
-        self.run(move |c, _| async move { stored_responses::get(&Pg(c), &team, &id).await })
-    }
-
-    fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { stored_responses::delete(&Pg(c), &team, &id).await })
-    }
-
-    fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| async move { stored_responses::purge(&Pg(c), before).await })
-    }
-
-    fn save_policy(&self, policy: StoredPolicy, activate: bool) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| async move {
-            let tx = c.transaction().await?;
-            policies::save(&tx, &policy, activate).await?;
-            tx.commit().await?;
-            Ok(())
-        })
-    }
-
-    fn index_journal(&self, rows: Vec<JournalRow>) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| async move { journal_index::add(&c, &rows).await })
-    }
-
-    fn journal_indexed_to(&self, replica: String) -> BoxFuture<'_, StoreResult<i64>> {
-        self.run(move |c, _| async move { journal_index::head(&c, &replica).await })
-    }
-
-    fn journal_rows(&self, scan: JournalScan) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
-        self.run(move |c, _| async move { journal_index::page(&c, &scan).await })
-    }
-
-    fn journal_chain(
-        &self,
-        replica: String,
-        after_seq: i64,
-        limit: u32,
-    ) -> BoxFuture<'_, StoreResult<Vec<JournalRow>>> {
-        self.run(
-            move |c, _| async move { journal_index::chain(&c, &replica, after_seq, limit).await },
-        )
-    }
-
-    fn journal_replicas(&self) -> BoxFuture<'_, StoreResult<Vec<String>>> {
-        self.run(move |c, _| async move { journal_index::replicas(&c).await })
-    }
-
-    fn publish_tlog_head(&self, replica: String, head: TlogHead) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| async move { journal_index::publish_head(&c, &replica, &head).await })
-    }
-
-    fn tlog_head(&self, replica: String) -> BoxFuture<'_, StoreResult<Option<TlogHead>>> {
-        self.run(move |c, _| async move { journal_index::tlog_head(&c, &replica).await })
-    }
-
-    fn prune_journal_index(
-        &self,
-        replica: String,
-        through_seq: i64,
-    ) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| async move { journal_index::prune(&c, &replica, through_seq).await })
-    }
-
-    fn activate_policy(&self, kind: PolicyKind, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { policies::activate(&c, kind, &id).await })
-    }
-
-    fn policies(
-        &self,
-        kind: PolicyKind,
-    ) -> BoxFuture<'_, StoreResult<(Vec<StoredPolicy>, Option<String>)>> {
-        self.run(move |c, _| async move { policies::list(&c, kind).await })
-    }
 }
 
-impl DocumentStore for PgStore {
-    fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>> {
-        self.run(move |c, now| async move {
-            documents::insert(Pg(c).begin().await?, now, document).await
+/// Runs a resource's step (`store::sql`, "Running a step") on a pooled connection: `c` is
+/// `Pg(connection)`.
+macro_rules! pg_step {
+    ($store:expr, |$c:ident, $now:tt| $step:expr) => {
+        $store.run(move |c, $now| async move {
+            #[allow(unused_mut)]
+            let mut $c = $crate::store::sql::postgres::Pg(c);
+            $step.await
         })
-    }
-
-    fn find_document(
-        &self,
-        team: TeamId,
-        collection: String,
-        sha256: String,
-        file_id: Option<String>,
-    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| async move {
-            documents::find(&Pg(c), &team, &collection, &sha256, file_id.as_deref()).await
-        })
-    }
-
-    fn document(
-        &self,
-        team: TeamId,
-        id: String,
-    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| async move { documents::get(&Pg(c), &team, &id).await })
-    }
-
-    fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(move |c, _| async move { documents::list(&Pg(c), &filter).await })
-    }
-
-    fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(|c, _| async move { documents::all(&Pg(c)).await })
-    }
-
-    fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { documents::delete(&Pg(c), &team, &id).await })
-    }
-
-    fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| async move { Pg(c).chunks(&ids).await })
-    }
-
-    fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| async move { documents::chunk_vectors(&Pg(c), &model).await })
-    }
-
-    fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| async move { documents::document_vectors(&Pg(c), &id).await })
-    }
-
-    fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| async move { documents::document_chunks(&Pg(c), &id).await })
-    }
-
-    fn replace_vectors(
-        &self,
-        id: String,
-        model: String,
-        vectors: Vec<(u64, Vec<u8>)>,
-    ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| async move {
-            documents::replace_vectors(Pg(c).begin().await?, &id, &model, &vectors).await
-        })
-    }
-
-    fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
-        self.run(move |c, now| async move { files::create_file(&mut Pg(c), now, file).await })
-    }
-
-    fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
-        self.run(move |c, _| async move { files::file(&Pg(c), &team, &id).await })
-    }
-
-    fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
-        self.run(move |c, _| async move { files::files(&Pg(c), &team).await })
-    }
-
-    fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| async move { files::delete_file(&Pg(c), &team, &id).await })
-    }
-
-    fn create_vector_store(
-        &self,
-        store: VectorStoreRecord,
-    ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
-        self.run(
-            move |c, now| async move { files::create_vector_store(&mut Pg(c), now, store).await },
-        )
-    }
-
-    fn vector_store(
-        &self,
-        team: TeamId,
-        id: String,
-    ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
-        self.run(move |c, _| async move { files::vector_store(&Pg(c), &team, &id).await })
-    }
-
-    fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
-        self.run(move |c, _| async move { files::vector_stores(&Pg(c), &team).await })
-    }
-
-    fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(
-            move |c, _| async move { files::delete_vector_store(&mut Pg(c), &team, &id).await },
-        )
-    }
+    };
 }
+
+/// Runs one of PostgreSQL's own steps (budgets, the outbox) on a pooled connection: `c` is the
+/// `&mut Object`, the step a future.
+macro_rules! pg_own {
+    ($store:expr, |$c:ident, $now:tt| $step:expr) => {
+        $store.run(move |mut conn, $now| async move {
+            let $c = &mut conn;
+            $step.await
+        })
+    };
+}
+
+// The resources written once for both back ends (policy versions and the journal index are
+// PostgreSQL's alone: `store/policies/postgres.rs`, `store/journal_index/postgres.rs`).
+impl_team_store!(PgStore, pg_step);
+impl_key_store!(PgStore, pg_step);
+impl_cert_identity_store!(PgStore, pg_step);
+impl_mcp_store!(PgStore, pg_step);
+impl_webhook_store!(PgStore, pg_step);
+impl_response_store!(PgStore, pg_step);
+impl_document_store!(PgStore, pg_step);
+impl_ingest_job_store!(PgStore, pg_step);
+// PostgreSQL's own steps, under the plumbing written once.
+impl_budget_store!(PgStore, pg_own, budgets);
+impl_outbox_store!(PgStore, pg_own, webhooks, {
+    fn claim_webhook(
+        &self,
+        id: String,
+        owner: String,
+        until: UnixMillis,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run(move |c, now| async move { webhooks::claim(&c, now, &id, &owner, until).await })
+    }
+});
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,8 @@ use super::execute;
 use crate::store::rules::{
     UsageArg, check_not_negative, i64_of, spend_by_scope, usage_conditions, usage_day,
 };
-use crate::store::{KeyId, Micros, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
+use crate::store::usage::usage_row;
+use crate::store::{Micros, StoreResult, UsageFilter, UsageRecord, UsageRow};
 
 /// A batch of usage rows as the statements' column arrays.
 struct Columns<'a> {
@@ -122,10 +123,6 @@ pub(super) async fn charge_in<C: GenericClient>(c: &C, batch: &[UsageRecord]) ->
     Ok(())
 }
 
-fn count(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
 pub(super) async fn query<C: GenericClient>(c: &C, f: &UsageFilter) -> StoreResult<Vec<UsageRow>> {
     let (filtered, args) = usage_conditions(f, '$');
     let args: Vec<&(dyn ToSql + Sync)> = args
@@ -150,19 +147,5 @@ pub(super) async fn query<C: GenericClient>(c: &C, f: &UsageFilter) -> StoreResu
         &args,
     )
     .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(UsageRow {
-                team_id: TeamId(r.try_get(0)?),
-                key_id: KeyId(r.try_get(1)?),
-                model: r.try_get(2)?,
-                actor: r.try_get(3)?,
-                requests: count(r.try_get(4)?),
-                tokens_in: count(r.try_get(5)?),
-                tokens_out: count(r.try_get(6)?),
-                spend: r.try_get(7)?,
-                day: r.try_get(8)?,
-            })
-        })
-        .collect()
+    rows.iter().map(usage_row).collect()
 }

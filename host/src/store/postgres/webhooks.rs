@@ -10,13 +10,13 @@
 use std::collections::HashSet;
 
 use deadpool_postgres::{GenericClient, Object};
-use tokio_postgres::Row;
 
 use super::{Filters, execute, query, query_one};
 use crate::store::webhooks::{
     Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, Outcome,
+    SELECT_DELIVERY, delivery_row,
 };
-use crate::store::{StoreError, StoreResult, UnixMillis};
+use crate::store::{StoreResult, UnixMillis};
 
 /// The advisory lock key enqueueing serialises on: "Sov" + "outb".
 const OUTBOX_LOCK: i64 = 0x0053_6f76_6f75_7462;
@@ -86,32 +86,6 @@ pub(super) async fn enqueue(
     }
     tx.commit().await?;
     Ok(seqs)
-}
-
-const SELECT_DELIVERY: &str = "SELECT seq, webhook_id, event_id, kind, payload, state, attempts,
-        created_at, age_from, next_attempt_at, last_status, last_error, done_at
-    FROM webhook_deliveries";
-
-fn delivery_row(r: &Row) -> StoreResult<Delivery> {
-    let state: String = r.try_get(5)?;
-    let status: Option<i64> = r.try_get(10)?;
-    Ok(Delivery {
-        seq: r.try_get(0)?,
-        webhook_id: r.try_get(1)?,
-        event_id: r.try_get(2)?,
-        kind: r.try_get(3)?,
-        payload: r.try_get(4)?,
-        state: DeliveryState::parse(&state)
-            .ok_or_else(|| StoreError::Corrupt(format!("webhook_deliveries.state {state:?}")))?,
-        attempts: u32::try_from(r.try_get::<_, i64>(6)?).unwrap_or(u32::MAX),
-        created_at: r.try_get(7)?,
-        age_from: r.try_get(8)?,
-        next_attempt_at: r.try_get(9)?,
-        last_status: status.and_then(|s| u16::try_from(s).ok()),
-        last_error: r.try_get(11)?,
-        done_at: r.try_get(12)?,
-        log: Vec::new(),
-    })
 }
 
 /// The subscription's pending deliveries after `after_seq`, oldest first.

@@ -1,6 +1,7 @@
-//! Schema migrations, run the same way on both back ends: each back end lists its own scripts
-//! (`sqlite/migrations.rs`, `postgres/migrations.rs`), version `n` being the `n`-th; this applies
-//! the missing ones in one transaction and records each in `schema_version`. On PostgreSQL the
+//! Schema migrations, run the same way on both back ends: each back end lists its own migrations
+//! (`sqlite/migrations.rs`, `postgres/migrations.rs`), version `n` being the `n`-th, each one the
+//! resources' DDL it runs (their `schema.rs`, in both dialects); this applies the missing ones in
+//! one transaction and records each in `schema_version`. On PostgreSQL the
 //! transaction first takes an advisory lock, so replicas starting together take turns (a second
 //! one waits, then sees the work done).
 
@@ -36,8 +37,11 @@ const RECORD: Sql<'static> = Sql {
     postgres: "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
 };
 
-/// The schema version a list of scripts ends at.
-pub(crate) fn latest(scripts: &[&str]) -> i64 {
+/// One migration: resources' DDL (`<resource>/schema.rs`), run in order.
+pub(crate) type Migration = &'static [Sql<'static>];
+
+/// The schema version a list of migrations ends at.
+pub(crate) fn latest(scripts: &[Migration]) -> i64 {
     i64::try_from(scripts.len()).unwrap_or(i64::MAX)
 }
 
@@ -60,7 +64,7 @@ pub(crate) async fn version(db: &impl Db) -> StoreResult<i64> {
 /// version the database is at afterwards. Refuses a database newer than this build.
 pub(crate) async fn migrate_to(
     c: &mut impl Conn,
-    scripts: &[&str],
+    scripts: &[Migration],
     target: i64,
     now: UnixMillis,
 ) -> StoreResult<i64> {
@@ -82,7 +86,9 @@ pub(crate) async fn migrate_to(
         if v <= current || v > target {
             continue;
         }
-        tx.batch(Sql::same(script)).await?;
+        for ddl in *script {
+            tx.batch(*ddl).await?;
+        }
         tx.execute(RECORD, &[Value::Int(v), now.into()]).await?;
         at = v;
     }

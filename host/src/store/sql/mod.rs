@@ -7,6 +7,24 @@
 //!
 //! On SQLite the methods never await: the back end drives a choreography to its end on the
 //! thread that holds the connection ([`sqlite::finish`]).
+//!
+//! # Running a step
+//!
+//! A resource's trait is implemented once for both back ends by its `impl_…!` macro
+//! (`teams::impl_team_store!`, …), which each back end invokes with its own "run a step" macro:
+//! `sqlite_step!` (`store/sqlite/mod.rs`) and `pg_step!` (`store/postgres/mod.rs`). A method is
+//! `$run!(self, |c, now| step)`: the back end takes its connection and the store's clock, binds
+//! `c` so that `&c` is a [`Db`] and `&mut c` a [`Conn`], and runs `step` (a future) to its end —
+//! SQLite with [`sqlite::finish`] on the blocking pool, PostgreSQL awaiting it on a pooled
+//! connection as `Pg(c)`. The expansion is the closure each back end wrote by hand before: one
+//! boxed future per call, no more (the hot key lookup costs what it did).
+//!
+//! # Mapping a back end's own row
+//!
+//! A back end that keeps its own query (the usage summary, the webhook outbox) still maps the
+//! answered row once for both: the mapping reads [`Columns`], which each driver's row implements
+//! with its native getter (`rusqlite::Row::get`, `tokio_postgres::Row::try_get`), no copy
+//! through [`Value`].
 
 pub(crate) mod migrate;
 pub(crate) mod postgres;
@@ -35,6 +53,14 @@ impl<'a> Sql<'a> {
         }
     }
 
+    /// A step only SQLite takes (a migration PostgreSQL's first schema had already).
+    pub(crate) const fn sqlite_only(sqlite: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite,
+            postgres: "",
+        }
+    }
+
     /// A step SQLite has no use for (it answers no rows, 0 changed).
     pub(crate) const fn postgres_only(postgres: &'a str) -> Sql<'a> {
         Sql {
@@ -42,6 +68,20 @@ impl<'a> Sql<'a> {
             postgres,
         }
     }
+}
+
+/// A column's Rust type both drivers read natively (`i64`, `String`, an `Option` of them).
+pub(crate) trait Column:
+    rusqlite::types::FromSql + for<'a> tokio_postgres::types::FromSql<'a>
+{
+}
+
+impl<T: rusqlite::types::FromSql + for<'a> tokio_postgres::types::FromSql<'a>> Column for T {}
+
+/// A row as its driver answered it, read column by column (index in the statement's order) with
+/// the driver's own getter: what a row mapping written once for both back ends reads.
+pub(crate) trait Columns {
+    fn column<T: Column>(&self, i: usize) -> StoreResult<T>;
 }
 
 /// Runs statements: a connection outside a transaction (a single read) or inside one.

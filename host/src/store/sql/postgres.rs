@@ -8,7 +8,7 @@ use bytes::{BufMut, BytesMut};
 use deadpool_postgres::{GenericClient, Object, Transaction};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
-use super::{Conn, Db, Row, Sql, Tx, Value};
+use super::{Column, Columns, Conn, Db, Row, Sql, Tx, Value};
 use crate::store::StoreResult;
 
 type BoxError = Box<dyn Error + Sync + Send>;
@@ -87,6 +87,12 @@ pub(crate) fn row(r: &tokio_postgres::Row) -> StoreResult<Row> {
         .map(|i| Ok(r.try_get::<_, Value>(i)?))
         .collect::<StoreResult<Vec<_>>>()
         .map(Row)
+}
+
+impl Columns for tokio_postgres::Row {
+    fn column<T: Column>(&self, i: usize) -> StoreResult<T> {
+        Ok(self.try_get(i)?)
+    }
 }
 
 impl<C: GenericClient + Sync> Db for Pg<C> {

@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use super::{Conn, Db, Row, Sql, Tx, Value};
+use super::{Column, Columns, Conn, Db, Row, Sql, Tx, Value};
 use crate::store::{StoreError, StoreResult};
 
 /// Drives `work` (a choreography over a connection) to its end here: its statements never await, so
@@ -77,6 +77,12 @@ fn execute(c: &Connection, sql: Sql<'_>, params: &[Value]) -> StoreResult<u64> {
         .prepare_cached(sql.sqlite)?
         .execute(rusqlite::params_from_iter(params))?;
     Ok(n as u64)
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn column<T: Column>(&self, i: usize) -> StoreResult<T> {
+        Ok(self.get(i)?)
+    }
 }
 
 /// A connection or a transaction (both dereference to the connection).

@@ -20,27 +20,21 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use rusqlite::Connection;
 
-use super::cert_identities::sql as cert_identities;
-use super::documents::bulk::Bulk;
-use super::documents::{files, sql as documents};
+use super::budgets::impl_budget_store;
+use super::cert_identities::impl_cert_identity_store;
+use super::documents::impl_document_store;
 use super::group_commit;
-use super::keys::sql as keys;
-use super::responses::sql as stored_responses;
-use super::sql::Conn;
+use super::ingest_jobs::impl_ingest_job_store;
+use super::journal_index::JournalIndexStore;
+use super::keys::impl_key_store;
+use super::mcp_servers::impl_mcp_store;
+use super::policies::PolicyStore;
+use super::responses::{impl_response_store, sql as stored_responses};
 use super::sql::sqlite::finish;
-use super::teams::sql as teams;
-use super::webhooks::subscriptions;
+use super::teams::impl_team_store;
+use super::webhooks::{impl_outbox_store, impl_webhook_store};
 use super::{
-    BudgetScope, BudgetState, CertIdentity, Clock, CreatedKey, KeyId, KeyInfo, Micros,
-    NewCertIdentity, NewKey, NewTeam, ReservationId, ReserveOutcome, Store, StoreError,
-    StoreResult, Team, TeamId, TeamPatch, UnixMillis, UsageFilter, UsageRecord, UsageRow,
-};
-use crate::store::documents::{
-    ChunkVector, DocumentFilter, DocumentRecord, DocumentStore, FileRecord, FileWithData, Inserted,
-    NewDocument, NewFile, StoredChunk, VectorStoreRecord,
-};
-use crate::store::webhooks::{
-    AttemptRecord, Delivery, DeliveryFilter, NewDelivery, NewWebhook, Webhook,
+    Clock, Store, StoreError, StoreResult, UnixMillis, UsageFilter, UsageRecord, UsageRow,
 };
 
 /// How long a call waits for another connection's write transaction before failing.
@@ -151,45 +145,10 @@ impl Inner {
 }
 
 impl Store for SqliteStore {
-    fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |mut c, now| finish(teams::create(&mut c, now, team)))
-    }
-
-    fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
-        self.run(move |c, _| finish(teams::get(&c, &id)))
-    }
-
-    fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
-        self.run(|c, _| finish(teams::list(&c)))
-    }
-
-    fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>> {
-        self.run(move |mut c, now| finish(teams::update(&mut c, now, id, patch)))
-    }
-
-    fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |mut c, _| finish(teams::delete(&mut c, &id)))
-    }
-
-    fn create_cert_identity(
-        &self,
-        identity: NewCertIdentity,
-    ) -> BoxFuture<'_, StoreResult<CertIdentity>> {
-        self.run(move |mut c, now| finish(cert_identities::create(&mut c, now, identity)))
-    }
-
-    fn cert_identities(&self) -> BoxFuture<'_, StoreResult<Vec<CertIdentity>>> {
-        self.run(|c, _| finish(cert_identities::list(&c)))
-    }
-
-    fn delete_cert_identity(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| finish(cert_identities::delete(&c, &id)))
-    }
-
     fn charge_and_store(
         &self,
         charges: Vec<UsageRecord>,
-        batch: Vec<crate::store::responses::StoredResponse>,
+        batch: Vec<super::responses::StoredResponse>,
     ) -> BoxFuture<'_, StoreResult<()>> {
         self.run(move |c, _| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -198,63 +157,6 @@ impl Store for SqliteStore {
             tx.commit()?;
             Ok(())
         })
-    }
-
-    fn response(
-        &self,
-        team: TeamId,
-        id: String,
-    ) -> BoxFuture<'_, StoreResult<Option<crate::store::responses::StoredResponse>>> {
-        self.run(move |c, _| finish(stored_responses::get(&c, &team, &id)))
-    }
-
-    fn delete_response(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| finish(stored_responses::delete(&c, &team, &id)))
-    }
-
-    fn purge_responses(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| finish(stored_responses::purge(&c, before)))
-    }
-
-    fn create_key(&self, key: NewKey) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |mut c, now| finish(keys::create(&mut c, now, key)))
-    }
-
-    fn import_key(
-        &self,
-        key: NewKey,
-        hash: [u8; 32],
-        prefix: String,
-    ) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(move |mut c, now| finish(keys::import(&mut c, now, key, hash, prefix)))
-    }
-
-    fn key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| finish(keys::get(&c, now, &id)))
-    }
-
-    fn key_by_hash(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| finish(keys::by_hash(&c, now, &hash)))
-    }
-
-    fn authenticate(&self, hash: [u8; 32]) -> BoxFuture<'_, StoreResult<Option<KeyInfo>>> {
-        self.run(move |c, now| finish(keys::authenticate(&c, now, &hash)))
-    }
-
-    fn keys(&self, team: Option<TeamId>) -> BoxFuture<'_, StoreResult<Vec<KeyInfo>>> {
-        self.run(move |c, now| finish(keys::list(&c, now, team.as_ref())))
-    }
-
-    fn rotate_key(&self, id: KeyId, grace_ms: i64) -> BoxFuture<'_, StoreResult<CreatedKey>> {
-        self.run(move |mut c, now| finish(keys::rotate(&mut c, now, id, grace_ms)))
-    }
-
-    fn revoke_key(&self, id: KeyId) -> BoxFuture<'_, StoreResult<KeyInfo>> {
-        self.run(move |mut c, now| finish(keys::revoke(&mut c, now, id)))
-    }
-
-    fn touch_key(&self, id: KeyId, at: UnixMillis) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| finish(keys::touch(&c, id, at)))
     }
 
     fn record_usage(&self, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
@@ -292,203 +194,40 @@ impl Store for SqliteStore {
     fn usage(&self, filter: UsageFilter) -> BoxFuture<'_, StoreResult<Vec<UsageRow>>> {
         self.run(move |c, _| usage::query(c, &filter))
     }
-
-    fn budget(&self, scope: BudgetScope) -> BoxFuture<'_, StoreResult<Option<BudgetState>>> {
-        self.run(move |c, _| budgets::get(c, &scope))
-    }
-
-    fn reserve(
-        &self,
-        scopes: Vec<BudgetScope>,
-        amount: Micros,
-    ) -> BoxFuture<'_, StoreResult<ReserveOutcome>> {
-        self.run(move |c, now| budgets::reserve(c, now, scopes, amount))
-    }
-
-    fn settle(&self, id: ReservationId, actual: Micros) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| budgets::settle(c, id, actual))
-    }
-
-    fn complete(&self, id: ReservationId, usage: UsageRecord) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| budgets::complete(c, id, &usage))
-    }
-
-    fn settle_stale(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| budgets::settle_stale(c, before))
-    }
-
-    fn create_webhook(&self, webhook: NewWebhook) -> BoxFuture<'_, StoreResult<Webhook>> {
-        self.run(move |c, now| finish(subscriptions::create(&c, now, webhook)))
-    }
-
-    fn webhooks(&self) -> BoxFuture<'_, StoreResult<Vec<Webhook>>> {
-        self.run(|c, _| finish(subscriptions::list(&c)))
-    }
-
-    fn delete_webhook(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| finish(subscriptions::delete(&c, &id)))
-    }
-
-    fn rotate_webhook_secret(
-        &self,
-        id: String,
-        secret: String,
-        grace_ms: i64,
-    ) -> BoxFuture<'_, StoreResult<Option<Webhook>>> {
-        self.run(move |c, now| finish(subscriptions::rotate(&c, now, &id, &secret, grace_ms)))
-    }
-
-    fn enqueue_deliveries(&self, batch: Vec<NewDelivery>) -> BoxFuture<'_, StoreResult<Vec<i64>>> {
-        self.run(move |c, now| webhooks::enqueue(c, now, &batch))
-    }
-
-    fn pending_deliveries(
-        &self,
-        webhook_id: String,
-        after_seq: i64,
-        limit: u32,
-    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
-        self.run(move |c, _| webhooks::pending(c, &webhook_id, after_seq, limit))
-    }
-
-    fn record_attempts(&self, records: Vec<AttemptRecord>) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |c, _| webhooks::record_attempts(c, &records))
-    }
-
-    fn deliveries(
-        &self,
-        webhook_id: String,
-        filter: DeliveryFilter,
-    ) -> BoxFuture<'_, StoreResult<Vec<Delivery>>> {
-        self.run(move |c, _| webhooks::list_deliveries(c, &webhook_id, &filter))
-    }
-
-    fn redrive(
-        &self,
-        webhook_id: String,
-        seqs: Option<Vec<i64>>,
-    ) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, now| webhooks::redrive(c, now, &webhook_id, seqs.as_deref()))
-    }
-
-    fn prune_deliveries(&self, before: UnixMillis) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run(move |c, _| webhooks::prune(c, before))
-    }
 }
 
-impl DocumentStore for SqliteStore {
-    fn insert_document(&self, document: NewDocument) -> BoxFuture<'_, StoreResult<Inserted>> {
-        self.run(move |mut c, now| {
-            finish(async move { documents::insert(c.begin().await?, now, document).await })
-        })
-    }
-
-    fn find_document(
-        &self,
-        team: TeamId,
-        collection: String,
-        sha256: String,
-        file_id: Option<String>,
-    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| {
-            finish(documents::find(
-                &c,
-                &team,
-                &collection,
-                &sha256,
-                file_id.as_deref(),
-            ))
-        })
-    }
-
-    fn document(
-        &self,
-        team: TeamId,
-        id: String,
-    ) -> BoxFuture<'_, StoreResult<Option<DocumentRecord>>> {
-        self.run(move |c, _| finish(documents::get(&c, &team, &id)))
-    }
-
-    fn documents(&self, filter: DocumentFilter) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(move |c, _| finish(documents::list(&c, &filter)))
-    }
-
-    fn all_documents(&self) -> BoxFuture<'_, StoreResult<Vec<DocumentRecord>>> {
-        self.run(|c, _| finish(documents::all(&c)))
-    }
-
-    fn delete_document(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| finish(documents::delete(&c, &team, &id)))
-    }
-
-    fn chunks(&self, ids: Vec<u64>) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| finish(Bulk::chunks(&c, &ids)))
-    }
-
-    fn chunk_vectors(&self, model: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| finish(documents::chunk_vectors(&c, &model)))
-    }
-
-    fn document_vectors(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<ChunkVector>>> {
-        self.run(move |c, _| finish(documents::document_vectors(&c, &id)))
-    }
-
-    fn document_chunks(&self, id: String) -> BoxFuture<'_, StoreResult<Vec<StoredChunk>>> {
-        self.run(move |c, _| finish(documents::document_chunks(&c, &id)))
-    }
-
-    fn replace_vectors(
-        &self,
-        id: String,
-        model: String,
-        vectors: Vec<(u64, Vec<u8>)>,
-    ) -> BoxFuture<'_, StoreResult<()>> {
-        self.run(move |mut c, _| {
-            finish(async move {
-                documents::replace_vectors(c.begin().await?, &id, &model, &vectors).await
-            })
-        })
-    }
-
-    fn create_file(&self, file: NewFile) -> BoxFuture<'_, StoreResult<FileRecord>> {
-        self.run(move |mut c, now| finish(files::create_file(&mut c, now, file)))
-    }
-
-    fn file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<Option<FileWithData>>> {
-        self.run(move |c, _| finish(files::file(&c, &team, &id)))
-    }
-
-    fn files(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<FileRecord>>> {
-        self.run(move |c, _| finish(files::files(&c, &team)))
-    }
-
-    fn delete_file(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |c, _| finish(files::delete_file(&c, &team, &id)))
-    }
-
-    fn create_vector_store(
-        &self,
-        store: VectorStoreRecord,
-    ) -> BoxFuture<'_, StoreResult<VectorStoreRecord>> {
-        self.run(move |mut c, now| finish(files::create_vector_store(&mut c, now, store)))
-    }
-
-    fn vector_store(
-        &self,
-        team: TeamId,
-        id: String,
-    ) -> BoxFuture<'_, StoreResult<Option<VectorStoreRecord>>> {
-        self.run(move |c, _| finish(files::vector_store(&c, &team, &id)))
-    }
-
-    fn vector_stores(&self, team: TeamId) -> BoxFuture<'_, StoreResult<Vec<VectorStoreRecord>>> {
-        self.run(move |c, _| finish(files::vector_stores(&c, &team)))
-    }
-
-    fn delete_vector_store(&self, team: TeamId, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run(move |mut c, _| finish(files::delete_vector_store(&mut c, &team, &id)))
-    }
+/// Runs a resource's step (`store::sql`, "Running a step") on the blocking pool, or inline on a
+/// group commit's writer thread: `c` is the `&mut Connection`, driven to its end by `finish`.
+macro_rules! sqlite_step {
+    ($store:expr, |$c:ident, $now:tt| $step:expr) => {
+        $store
+            .run(move |#[allow(unused_mut)] mut $c, $now| $crate::store::sql::sqlite::finish($step))
+    };
 }
+
+/// Runs one of SQLite's own steps (budgets, the outbox) like [`sqlite_step!`]: `c` is the
+/// `&mut Connection`, the step a plain call.
+macro_rules! sqlite_own {
+    ($store:expr, |$c:ident, $now:tt| $step:expr) => {
+        $store.run(move |$c, $now| $step)
+    };
+}
+
+// The resources written once for both back ends.
+impl_team_store!(SqliteStore, sqlite_step);
+impl_key_store!(SqliteStore, sqlite_step);
+impl_cert_identity_store!(SqliteStore, sqlite_step);
+impl_mcp_store!(SqliteStore, sqlite_step);
+impl_webhook_store!(SqliteStore, sqlite_step);
+impl_response_store!(SqliteStore, sqlite_step);
+impl_document_store!(SqliteStore, sqlite_step);
+impl_ingest_job_store!(SqliteStore, sqlite_step);
+// SQLite's own steps, under the plumbing written once.
+impl_budget_store!(SqliteStore, sqlite_own, budgets);
+impl_outbox_store!(SqliteStore, sqlite_own, webhooks, {});
+// One process keeps its policy versions and its journal in memory and on its own disk.
+impl PolicyStore for SqliteStore {}
+impl JournalIndexStore for SqliteStore {}
 
 #[cfg(test)]
 mod tests;

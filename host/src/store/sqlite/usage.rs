@@ -11,6 +11,7 @@ use crate::store::rules::i64_of;
 use crate::store::rules::{
     UsageArg, check_not_negative, spend_by_scope, usage_conditions, usage_day,
 };
+use crate::store::usage::{count, usage_row};
 use crate::store::{KeyId, StoreResult, TeamId, UsageFilter, UsageRecord, UsageRow};
 
 pub(super) fn record(conn: &Connection, u: &UsageRecord) -> StoreResult<()> {
@@ -117,27 +118,11 @@ pub(super) fn charge_in(tx: &rusqlite::Transaction<'_>, batch: &[UsageRecord]) -
     Ok(())
 }
 
-fn count(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
 pub(super) fn query(conn: &Connection, f: &UsageFilter) -> StoreResult<Vec<UsageRow>> {
     let (sql, args) = statement(f);
     let mut st = conn.prepare_cached(&sql)?;
-    let rows = st.query_map(args.as_slice(), |r| {
-        Ok(UsageRow {
-            team_id: TeamId(r.get(0)?),
-            key_id: KeyId(r.get(1)?),
-            model: r.get(2)?,
-            actor: r.get(3)?,
-            requests: count(r.get(4)?),
-            tokens_in: count(r.get(5)?),
-            tokens_out: count(r.get(6)?),
-            spend: r.get(7)?,
-            day: r.get(8)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let rows = st.query_and_then(args.as_slice(), |r| usage_row(r))?;
+    rows.collect()
 }
 
 /// The usage query with only the filters given (`rules::usage_conditions`).

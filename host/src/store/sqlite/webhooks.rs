@@ -2,12 +2,13 @@
 //! orders a subscription's deliveries) and `webhook_attempts`. The subscriptions themselves are
 //! `store/webhooks/subscriptions.rs`.
 
-use rusqlite::{Connection, Row, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 
 use crate::store::webhooks::{
     Attempt, AttemptRecord, Delivery, DeliveryFilter, DeliveryState, NewDelivery, Outcome,
+    SELECT_DELIVERY, delivery_row,
 };
-use crate::store::{StoreError, StoreResult, UnixMillis};
+use crate::store::{StoreResult, UnixMillis};
 
 /// Enqueues a batch in one transaction (one fsync); returns each delivery's seq, in order.
 pub(super) fn enqueue(
@@ -34,39 +35,6 @@ pub(super) fn enqueue(
     Ok(seqs)
 }
 
-const SELECT_DELIVERY: &str = "SELECT seq, webhook_id, event_id, kind, payload, state, attempts,
-        created_at, age_from, next_attempt_at, last_status, last_error, done_at
-    FROM webhook_deliveries";
-
-fn delivery_row(r: &Row<'_>) -> rusqlite::Result<(Delivery, String)> {
-    let status: Option<i64> = r.get(10)?;
-    Ok((
-        Delivery {
-            seq: r.get(0)?,
-            webhook_id: r.get(1)?,
-            event_id: r.get(2)?,
-            kind: r.get(3)?,
-            payload: r.get(4)?,
-            state: DeliveryState::Pending,
-            attempts: u32::try_from(r.get::<_, i64>(6)?).unwrap_or(u32::MAX),
-            created_at: r.get(7)?,
-            age_from: r.get(8)?,
-            next_attempt_at: r.get(9)?,
-            last_status: status.and_then(|s| u16::try_from(s).ok()),
-            last_error: r.get(11)?,
-            done_at: r.get(12)?,
-            log: Vec::new(),
-        },
-        r.get(5)?,
-    ))
-}
-
-fn finish_delivery((mut d, state): (Delivery, String)) -> StoreResult<Delivery> {
-    d.state = DeliveryState::parse(&state)
-        .ok_or_else(|| StoreError::Corrupt(format!("webhook_deliveries.state {state:?}")))?;
-    Ok(d)
-}
-
 /// The subscription's pending deliveries after `after_seq`, oldest first.
 pub(super) fn pending(
     c: &Connection,
@@ -78,8 +46,8 @@ pub(super) fn pending(
         "{SELECT_DELIVERY} WHERE webhook_id = ?1 AND state = 'pending' AND seq > ?2
          ORDER BY seq LIMIT ?3"
     ))?;
-    let rows = st.query_map(params![webhook_id, after_seq, limit], delivery_row)?;
-    rows.map(|r| finish_delivery(r?)).collect()
+    let rows = st.query_and_then(params![webhook_id, after_seq, limit], |r| delivery_row(r))?;
+    rows.collect()
 }
 
 pub(super) fn record_attempts(c: &mut Connection, records: &[AttemptRecord]) -> StoreResult<()> {
@@ -124,18 +92,16 @@ pub(super) fn list_deliveries(
              AND (?3 IS NULL OR seq < ?3)
          ORDER BY seq DESC LIMIT ?4"
     ))?;
-    let rows = st.query_map(
+    let rows = st.query_and_then(
         params![
             webhook_id,
             filter.state.map(DeliveryState::as_str),
             filter.before_seq,
             filter.limit
         ],
-        delivery_row,
+        |r| delivery_row(r),
     )?;
-    let mut out: Vec<Delivery> = rows
-        .map(|r| finish_delivery(r?))
-        .collect::<StoreResult<_>>()?;
+    let mut out: Vec<Delivery> = rows.collect::<StoreResult<_>>()?;
     let mut attempts = c.prepare_cached(
         "SELECT at, duration_ms, status, error FROM webhook_attempts WHERE seq = ?1 ORDER BY id",
     )?;

@@ -1,9 +1,63 @@
 //! Teams: what a team is ([`Team`]), how one is made ([`NewTeam`]) and changed ([`TeamPatch`]),
-//! and how both back ends keep them ([`sql`]).
+//! the calls on them ([`TeamStore`]), and how both back ends keep them ([`sql`], implemented once
+//! for both by [`impl_team_store!`]).
 
+pub(crate) mod schema;
 pub(crate) mod sql;
 
-use super::{Micros, Plan, TeamId, UnixMillis};
+use futures_util::future::BoxFuture;
+
+use super::{Micros, Plan, StoreResult, TeamId, UnixMillis};
+
+/// Teams in the store (part of [`super::Store`]).
+pub trait TeamStore: Send + Sync {
+    fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>>;
+    fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>>;
+    fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>>;
+    fn update_team(&self, id: TeamId, patch: TeamPatch) -> BoxFuture<'_, StoreResult<Team>>;
+    /// Deletes the team, its keys (which stop authenticating at once) and its budget counters;
+    /// usage history is kept. `false` when there was no such team.
+    fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>>;
+}
+
+/// [`TeamStore`] for a back end, written once over its "run a step" macro (`store::sql`,
+/// "Running a step").
+macro_rules! impl_team_store {
+    ($store:ty, $run:ident) => {
+        const _: () = {
+            use ::futures_util::future::BoxFuture;
+            use $crate::store::teams::{NewTeam, Team, TeamPatch, TeamStore, sql as steps};
+            use $crate::store::{StoreResult, TeamId};
+
+            impl TeamStore for $store {
+                fn create_team(&self, team: NewTeam) -> BoxFuture<'_, StoreResult<Team>> {
+                    $run!(self, |c, now| steps::create(&mut c, now, team))
+                }
+
+                fn team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<Option<Team>>> {
+                    $run!(self, |c, _| steps::get(&c, &id))
+                }
+
+                fn teams(&self) -> BoxFuture<'_, StoreResult<Vec<Team>>> {
+                    $run!(self, |c, _| steps::list(&c))
+                }
+
+                fn update_team(
+                    &self,
+                    id: TeamId,
+                    patch: TeamPatch,
+                ) -> BoxFuture<'_, StoreResult<Team>> {
+                    $run!(self, |c, now| steps::update(&mut c, now, id, patch))
+                }
+
+                fn delete_team(&self, id: TeamId) -> BoxFuture<'_, StoreResult<bool>> {
+                    $run!(self, |c, _| steps::delete(&mut c, &id))
+                }
+            }
+        };
+    };
+}
+pub(crate) use impl_team_store;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Team {

@@ -36,6 +36,7 @@ pub fn draft(i: u64) -> EntryDraft {
         prompt_hash: Some(sha256_tagged(format!("prompt {i}").as_bytes())),
         routing_policy: Some("rules-router".into()),
         residency_boundary: Some("eu".into()),
+        retrieval_filtered: None,
         status: if i.is_multiple_of(5) {
             Status::Rejected
         } else {
@@ -44,6 +45,7 @@ pub fn draft(i: u64) -> EntryDraft {
         prompt_tokens: Some(i),
         completion_tokens: None,
         latency_us: 1000 + i,
+        mcp: None,
     }
 }
 
@@ -137,5 +139,59 @@ pub fn rewrite_chain(f: &Fixture, edit: impl Fn(&mut Entry)) {
             prev = Some(entry.seal_into(&mut out));
         }
         fs::write(&path, out).unwrap();
+    }
+}
+
+// The journal's timestamps (moved from `journal/entry.rs`, which holds the entry itself).
+
+#[test]
+fn formats_utc() {
+    assert_eq!(
+        sovereign::journal::format_utc(std::time::UNIX_EPOCH),
+        "1970-01-01T00:00:00.000Z"
+    );
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(1_795_383_107_123);
+    assert_eq!(
+        sovereign::journal::format_utc(t),
+        "2026-11-22T21:31:47.123Z"
+    );
+    let leap = std::time::UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+    assert_eq!(
+        sovereign::journal::format_utc(leap),
+        "2000-02-29T00:00:00.000Z"
+    );
+}
+
+#[test]
+fn parses_iso8601_and_round_trips_with_format_utc() {
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(1_795_383_107_123);
+    assert_eq!(
+        sovereign::journal::parse_iso8601("2026-11-22T21:31:47.123Z"),
+        Some(t)
+    );
+    assert_eq!(
+        sovereign::journal::parse_iso8601("2026-11-23T00:31:47.123+03:00"),
+        Some(t),
+        "offsets are converted to UTC"
+    );
+    assert_eq!(
+        sovereign::journal::parse_iso8601("2026-11-22"),
+        Some(std::time::UNIX_EPOCH + Duration::from_secs(1_795_305_600))
+    );
+    assert_eq!(
+        sovereign::journal::parse_iso8601("2000-02-29T00:00Z"),
+        Some(std::time::UNIX_EPOCH + Duration::from_secs(951_782_400))
+    );
+    for bad in [
+        "",
+        "yesterday",
+        "2026-13-01",
+        "2026-02-30",
+        "2026-11-22T25:00:00Z",
+        "2026-11-22T21:31:47",
+        "2026-11-22T21:31:47.x1Z",
+        "26-11-22",
+    ] {
+        assert_eq!(sovereign::journal::parse_iso8601(bad), None, "{bad}");
     }
 }

@@ -16,7 +16,7 @@ use super::{Backend, T0, clock, on_both_back_ends, team_with_budget};
 on_both_back_ends!(
     documents_are_stored_once_per_team_collection_and_bytes_and_scoped_by_team,
     replicas_uploading_the_same_bytes_at_once_store_one_document,
-    chunk_ids_follow_insertion_and_vectors_are_read_by_model_and_by_document,
+    chunk_ids_derive_from_the_document_and_vectors_are_read_by_model_and_by_document,
     re_embedding_replaces_a_documents_vectors_and_model_only,
     files_and_vector_stores_are_kept_within_their_team,
     deleting_a_team_deletes_its_documents_files_and_vector_stores,
@@ -24,7 +24,7 @@ on_both_back_ends!(
 
 /// A new handle on the backend's store, as both traits (one object: a team deleted through
 /// `Store` is gone for `DocumentStore` too).
-async fn open(
+pub(super) async fn open(
     backend: &Backend,
     clock: Arc<ManualClock>,
 ) -> (Arc<dyn Store>, Arc<dyn DocumentStore>) {
@@ -273,7 +273,7 @@ async fn replicas_uploading_the_same_bytes_at_once_store_one_document(backend: B
     assert_eq!(one.chunk_vectors("m@1".into()).await.unwrap().len(), 3 * 4);
 }
 
-async fn chunk_ids_follow_insertion_and_vectors_are_read_by_model_and_by_document(
+async fn chunk_ids_derive_from_the_document_and_vectors_are_read_by_model_and_by_document(
     backend: Backend,
 ) {
     let (s, d) = open(&backend, clock()).await;
@@ -285,14 +285,18 @@ async fn chunk_ids_follow_insertion_and_vectors_are_read_by_model_and_by_documen
     let expected = big.chunks.clone();
     let (big, big_ids) = new_document(&*d, big).await;
     assert_eq!(big_ids.len(), expected.len());
-    assert!(
-        big_ids.windows(2).all(|w| w[0] < w[1]),
-        "ids in ordinal order"
+    // Issue 44: each id derives from the document's id and the chunk's ordinal, in ordinal
+    // order, so a document ingested again (a resumed job) gets the same ids.
+    assert_eq!(
+        big_ids,
+        (0..expected.len())
+            .map(|i| chunk_id(&big.id, u32::try_from(i).unwrap()))
+            .collect::<Vec<_>>(),
     );
     let (small, small_ids) = new_document(&*d, document(&b, "c9", "small", 2)).await;
-    assert!(
-        small_ids[0] > big_ids[big_ids.len() - 1],
-        "a later insert, larger ids"
+    assert_eq!(
+        small_ids,
+        vec![chunk_id(&small.id, 0), chunk_id(&small.id, 1)]
     );
     let mut other = document(&a, "c1", "other-model", 3);
     other.model = "m@2".into();
@@ -302,32 +306,31 @@ async fn chunk_ids_follow_insertion_and_vectors_are_read_by_model_and_by_documen
     let asked = vec![big_ids[7], small_ids[1], 9_999_999, big_ids[0], u64::MAX];
     let mut got = d.chunks(asked).await.unwrap();
     got.sort_by_key(|c| c.id);
-    assert_eq!(
-        got,
-        vec![
-            StoredChunk {
-                id: big_ids[0],
-                document_id: big.id.clone(),
-                page: Some(1),
-                paragraph: 1,
-                text: expected[0].text.clone(),
-            },
-            StoredChunk {
-                id: big_ids[7],
-                document_id: big.id.clone(),
-                page: None,
-                paragraph: 8,
-                text: expected[7].text.clone(),
-            },
-            StoredChunk {
-                id: small_ids[1],
-                document_id: small.id.clone(),
-                page: None,
-                paragraph: 2,
-                text: "chunk 1 — نص".into(),
-            },
-        ]
-    );
+    let mut want = vec![
+        StoredChunk {
+            id: big_ids[0],
+            document_id: big.id.clone(),
+            page: Some(1),
+            paragraph: 1,
+            text: expected[0].text.clone(),
+        },
+        StoredChunk {
+            id: big_ids[7],
+            document_id: big.id.clone(),
+            page: None,
+            paragraph: 8,
+            text: expected[7].text.clone(),
+        },
+        StoredChunk {
+            id: small_ids[1],
+            document_id: small.id.clone(),
+            page: None,
+            paragraph: 2,
+            text: "chunk 1 — نص".into(),
+        },
+    ];
+    want.sort_by_key(|c| c.id);
+    assert_eq!(got, want);
     assert!(d.chunks(Vec::new()).await.unwrap().is_empty());
 
     // A document's chunks in order, with their ids.
@@ -342,10 +345,12 @@ async fn chunk_ids_follow_insertion_and_vectors_are_read_by_model_and_by_documen
                 && got.text == want.text)
     );
 
-    // The index rebuild: every chunk of the model's documents, by id, with team and collection.
+    // The index rebuild: every chunk of the model's documents, documents in the order they
+    // were made and each one's chunks in order, with team and collection.
     let m1 = d.chunk_vectors("m@1".into()).await.unwrap();
     assert_eq!(m1.len(), big_ids.len() + small_ids.len());
-    assert!(m1.windows(2).all(|w| w[0].id < w[1].id));
+    let all_ids: Vec<u64> = big_ids.iter().chain(&small_ids).copied().collect();
+    assert_eq!(m1.iter().map(|c| c.id).collect::<Vec<_>>(), all_ids);
     let first = &m1[0];
     assert_eq!(
         (
@@ -471,7 +476,7 @@ fn file(team: &TeamId, name: &str, data: &[u8]) -> NewFile {
     }
 }
 
-fn vector_store(team: &TeamId, name: &str) -> VectorStoreRecord {
+pub(super) fn vector_store(team: &TeamId, name: &str) -> VectorStoreRecord {
     VectorStoreRecord {
         id: format!("vs_{}", uuid::Uuid::now_v7().simple()),
         team_id: team.clone(),

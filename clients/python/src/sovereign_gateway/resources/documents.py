@@ -48,19 +48,22 @@ class Documents(SyncAPIResource):
         *,
         collection: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
+        wait: bool = True,
         **overrides: Unpack[RequestOverrides],
     ) -> Document:
         """Upload a PDF/DOCX/text file (a path as `str` or `Path`, bytes, a file object or
         `(name, content, type)`)
         into the team's library: `POST /v1/documents/upload` (uploadDocument). The same bytes
-        in the same collection answer the stored record."""
+        in the same collection answer the stored record. By default the call waits until the
+        document is searchable (`?wait=true`, at most 300 s on the gateway); `wait=False`
+        answers at once with the document `in_progress`, to poll with `retrieve`."""
         body, files = _upload_parts(file, collection, metadata)
         return self._post(
             "/documents/upload",
             body=body,
             files=files,
             cast_to=Document,
-            options=request_options(_multipart(overrides)),
+            options=request_options(_multipart(overrides), {"wait": "true" if wait else "false"}),
         )
 
     def list(
@@ -95,6 +98,7 @@ class AsyncDocuments(AsyncAPIResource):
         *,
         collection: Optional[str] = None,
         metadata: Optional[Mapping[str, Any]] = None,
+        wait: bool = True,
         **overrides: Unpack[RequestOverrides],
     ) -> Document:
         body, files = _upload_parts(file, collection, metadata)
@@ -103,7 +107,7 @@ class AsyncDocuments(AsyncAPIResource):
             body=body,
             files=files,
             cast_to=Document,
-            options=request_options(_multipart(overrides)),
+            options=request_options(_multipart(overrides), {"wait": "true" if wait else "false"}),
         )
 
     def list(

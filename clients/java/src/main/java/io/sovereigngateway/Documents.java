@@ -40,7 +40,8 @@ public final class Documents {
 
     /**
      * Uploads bytes as {@code filename} (PDF, DOCX, .txt, .md). 201 for a new document; the
-     * same bytes again in the same collection answer the stored record.
+     * same bytes again in the same collection answer the stored record. The call waits until
+     * the document is searchable ({@code ?wait=true}, at most 300 s on the gateway).
      */
     public Document upload(String filename, byte[] content, String collection, Map<String, Object> metadata) {
         String boundary = "sovereign-" + Long.toHexString(RANDOM.nextLong()) + Long.toHexString(RANDOM.nextLong());
@@ -57,7 +58,7 @@ public final class Documents {
             field(out, boundary, "metadata", Json.write(metadata));
         }
         write(out, "--" + boundary + "--\r\n");
-        HttpTransport.Call c = new HttpTransport.Call("POST", "/v1/documents/upload").notRetryable();
+        HttpTransport.Call c = new HttpTransport.Call("POST", "/v1/documents/upload?wait=true").notRetryable();
         c.body = out.toByteArray();
         c.contentType = "multipart/form-data; boundary=" + boundary;
         return new Document(t.send(c).object());

@@ -35,7 +35,7 @@ class GatewayDocumentsTest {
         assertEquals("pdf", d.kind());
         assertEquals("ar_harfbuzz.pdf", d.filename());
         assertEquals(collection, d.collection());
-        assertEquals("ready", d.status());
+        assertEquals("completed", d.status());
         assertTrue(d.pages() >= 1);
         assertEquals("java-test", d.metadata().getString("source"));
 

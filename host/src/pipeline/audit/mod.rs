@@ -22,13 +22,13 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
-use http::{HeaderName, Method, StatusCode};
+use http::{HeaderName, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::access::Principal;
 use crate::domain::ModelConfig;
-use crate::journal::{EntryDraft, Journal, JournalError, Status, sha256_tagged};
+use crate::journal::{EntryDraft, Journal, JournalError, Status, ToolCallRecord, sha256_tagged};
 use crate::metrics::Metrics;
 use crate::pipeline::RequestCtx;
 use crate::routing::Route;
@@ -36,6 +36,11 @@ use crate::server::error::ApiError;
 use crate::state::AppState;
 use crate::tls::PeerCert;
 use crate::upstream::{StreamOutcome, StreamSummary, Usage};
+
+mod operations;
+
+use operations::action;
+pub use operations::operation;
 
 /// Names the actor a request is made for, when the body has no `user`.
 pub const X_ACTOR_ID: HeaderName = HeaderName::from_static("x-actor-id");
@@ -64,6 +69,8 @@ struct Facts {
     prompt_hash: Option<String>,
     routing_policy: Option<String>,
     residency_boundary: Option<String>,
+    /// Chunks a retrieval policy removed, summed over the request's retrievals.
+    retrieval_filtered: Option<u64>,
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     /// Set when the outcome is not read from the HTTP status: a stream's end, an upstream
@@ -75,6 +82,10 @@ struct Facts {
     charge: Option<BoxFuture<'static, ()>>,
     /// Charges the entry carries (`pipeline::spend::settle_durable`).
     charges: Vec<crate::journal::Charge>,
+    /// The action, when the handler names it more finely than the route (an MCP method).
+    action: Option<&'static str>,
+    /// The MCP tool call the request made.
+    mcp: Option<ToolCallRecord>,
 }
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +212,13 @@ impl Audit {
         });
     }
 
+    /// A retrieval policy removed `n` candidate chunks (nothing is recorded for none).
+    pub fn retrieval_filtered(&self, n: u64) {
+        if n > 0 {
+            self.with(|f| f.retrieval_filtered = Some(f.retrieval_filtered.unwrap_or(0) + n));
+        }
+    }
+
     pub fn usage(&self, usage: Option<Usage>, completion: bool) {
         if let Some(u) = usage {
             self.with(|f| {
@@ -219,6 +237,21 @@ impl Audit {
     /// journaled as `blocked`, whatever 4xx it is answered with.
     pub fn blocked(&self) {
         self.with(|f| f.status = Some(Status::Blocked));
+    }
+
+    /// The action the entry records, named by the handler (an MCP door's `mcp.tools/call`)
+    /// instead of the route's.
+    pub fn action(&self, action: &'static str) {
+        self.with(|f| f.action = Some(action));
+    }
+
+    /// The MCP tool call the request made, and how it ended (the HTTP status of a JSON-RPC
+    /// answer says nothing of it).
+    pub fn tool_call(&self, record: ToolCallRecord, status: Status) {
+        self.with(|f| {
+            f.mcp = Some(record);
+            f.status = Some(status);
+        });
     }
 
     /// The response is a stream: its entry is written when it ends, before its last frame.
@@ -266,63 +299,6 @@ pub fn prompt_hash(prompt: &Value) -> Option<String> {
 
 fn truncate(s: &str) -> String {
     s.chars().take(MAX_ACTOR_CHARS).collect()
-}
-
-/// The action an entry records: the request's `operation` (the route table's routes; anything
-/// else, e.g. a wrong method, is `<METHOD> <path>` cut to 128 bytes).
-fn action(operation: Option<&'static str>, method: &Method, path: &str) -> String {
-    let Some(name) = operation else {
-        let mut other = format!("{method} {path}");
-        let mut cut = other.len().min(128);
-        while !other.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        other.truncate(cut);
-        return other;
-    };
-    name.to_string()
-}
-
-/// The operation a route-table request is (`chat.completions`, `admin.policies.activate`, ...).
-pub fn operation(method: &Method, path: &str) -> Option<&'static str> {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    let name = match (method.as_str(), segments.as_slice()) {
-        ("POST", ["", "v1", "chat", "completions"]) => "chat.completions",
-        ("POST", ["", "v1", "embeddings"]) => "embeddings",
-        ("POST", ["", "v1", "completions"]) => "completions.create",
-        ("POST", ["", "v1", "responses"]) => "responses.create",
-        ("POST", ["", "v1", "messages"]) => "messages.create",
-        ("GET", ["", "v1", "responses", _]) => "responses.retrieve",
-        ("DELETE", ["", "v1", "responses", _]) => "responses.delete",
-        ("GET", ["", "v1", "responses", _, "input_items"]) => "responses.input_items.list",
-        ("GET", ["", "v1", "models"]) => "models.list",
-        ("GET", ["", "v1", "models", _]) => "models.retrieve",
-        ("GET", ["", "v1", "admin", "policies"]) => "admin.policies.list",
-        ("POST", ["", "v1", "admin", "policies"]) => "admin.policies.upload",
-        ("POST", ["", "v1", "admin", "policies", _, "activate"]) => "admin.policies.activate",
-        ("GET", ["", "v1", "admin", "journal", "verify"]) => "admin.journal.verify",
-        ("POST", ["", "v1", "activity", "logs"]) => "activity.logs",
-        ("GET", ["", "v1", "activity", "checkpoint"]) => "activity.checkpoint",
-        ("GET", ["", "v1", "activity", "checkpoint", "key"]) => "activity.checkpoint.key",
-        ("GET", ["", "v1", "activity", "proof"]) => "activity.proof",
-        ("GET", ["", "v1", "activity", "consistency"]) => "activity.consistency",
-        ("POST", ["", "v1", "documents", "upload"]) => "documents.upload",
-        ("GET", ["", "v1", "documents"]) => "documents.list",
-        ("GET", ["", "v1", "documents", _]) => "documents.retrieve",
-        ("DELETE", ["", "v1", "documents", _]) => "documents.delete",
-        ("POST", ["", "v1", "rag", "query"]) => "rag.query",
-        ("POST", ["", "v1", "files"]) => "files.create",
-        ("POST", ["", "v1", "vector_stores"]) => "vector_stores.create",
-        ("DELETE", ["", "v1", "vector_stores", _]) => "vector_stores.delete",
-        ("POST", ["", "v1", "vector_stores", _, "files"]) => "vector_stores.files.create",
-        ("DELETE", ["", "v1", "vector_stores", _, "files", _]) => "vector_stores.files.delete",
-        ("POST", ["", "v1", "vector_stores", _, "search"]) => "vector_stores.search",
-        // Outside authentication: never journaled, but counted in the metrics.
-        ("GET", ["", "metrics"]) => "metrics",
-        ("GET", ["", "healthz"]) => "healthz",
-        _ => return None,
-    };
-    Some(name)
 }
 
 /// The middleware: gives the request its [`Audit`] slot, runs the rest of the stack, and
@@ -464,15 +440,17 @@ impl Unwritten {
             auth: Some(p.credential.as_str().to_string()),
             cert_sha256: self.peer.as_ref().map(|c| c.fingerprint.clone()),
             charges: std::mem::take(&mut f.charges),
-            action: self.action.clone(),
+            action: f.action.map_or_else(|| self.action.clone(), str::to_string),
             model: f.model.clone(),
             prompt_hash: f.prompt_hash.clone(),
             routing_policy: f.routing_policy.clone(),
             residency_boundary: f.residency_boundary.clone(),
+            retrieval_filtered: f.retrieval_filtered,
             status: outcome(f.status, http),
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
             latency_us: u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            mcp: f.mcp.take(),
         })
     }
 }
@@ -561,38 +539,6 @@ impl Drop for Pending {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
     use super::*;
-
-    #[test]
-    fn actions_are_named_by_route() {
-        let cases = [
-            (Method::POST, "/v1/chat/completions", "chat.completions"),
-            (Method::POST, "/v1/embeddings", "embeddings"),
-            (Method::GET, "/v1/models", "models.list"),
-            (Method::GET, "/v1/models/jais-30b-chat", "models.retrieve"),
-            (
-                Method::POST,
-                "/v1/admin/policies/pol_2/activate",
-                "admin.policies.activate",
-            ),
-            (
-                Method::GET,
-                "/v1/admin/journal/verify",
-                "admin.journal.verify",
-            ),
-            (Method::POST, "/v1/activity/logs", "activity.logs"),
-            (
-                Method::GET,
-                "/v1/chat/completions",
-                "GET /v1/chat/completions",
-            ),
-        ];
-        for (method, path, want) in cases {
-            let op = operation(&method, path);
-            assert_eq!(action(op, &method, path), want, "{method} {path}");
-        }
-        let long = format!("/v1/{}", "é".repeat(200));
-        assert!(action(None, &Method::GET, &long).len() <= 128);
-    }
 
     #[test]
     fn status_comes_from_the_handler_else_the_http_status() {

@@ -1,25 +1,30 @@
 //! `/v1/vector_stores` — the subset of OpenAI's Vector Stores API that `file_search` users call,
 //! over the document library: a vector store is a collection of the caller's team (its id is the
-//! collection's name), a file attached to it is ingested like an upload
-//! (`pipeline::library::ingest`: guardrail, journal, usage), and `search` is retrieval with the calibrated citation confidence
-//! as the score. Ingestion is synchronous: a file is `completed` when the attach call returns,
-//! and a file that cannot be read is refused with the upload's 4xx rather than kept as `failed`.
+//! collection's name) and `search` is retrieval with the calibrated citation confidence as the
+//! score. This file holds the stores themselves (create with files, list, get, delete) and
+//! search; a store's files are [`files`] (attached through the ingestion queue, `in_progress`
+//! until their job ends) and file batches [`batches`].
+
+mod batches;
+mod files;
+
+pub use batches::{cancel_batch, create_batch, get_batch, list_batch_files};
+pub use files::{attach, detach, get_file, list_files};
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::list_page::{Bounds, ListQuery};
 use crate::pipeline::call::Call;
-use crate::pipeline::library::{ingest, library, record_usage};
-use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, Upload, check_metadata};
+use crate::pipeline::library::{library, record_usage};
+use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, check_metadata};
 use crate::server::error::ApiError;
 use crate::store::TeamId;
-use crate::store::documents::{DocumentRecord, VectorStoreRecord};
+use crate::store::documents::VectorStoreRecord;
 
 const MAX_NAME_CHARS: usize = 256;
 const MAX_FILES_AT_CREATE: usize = 100;
@@ -46,16 +51,6 @@ struct CreateStore {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct AttachFile {
-    file_id: String,
-    #[serde(default)]
-    attributes: Option<Map<String, Value>>,
-    #[serde(default)]
-    chunking_strategy: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Search {
     query: Value,
     #[serde(default)]
@@ -77,7 +72,7 @@ struct RankingOptions {
     score_threshold: Option<f64>,
 }
 
-fn bad_body(what: &str, e: serde_json::Error) -> ApiError {
+pub(super) fn bad_body(what: &str, e: serde_json::Error) -> ApiError {
     ApiError::bad_request(format!("Invalid {what}: {e}."))
 }
 
@@ -130,27 +125,24 @@ pub async fn create(mut call: Call, body: Body) -> Result<Response, ApiError> {
         .await?;
     for file_id in file_ids {
         if let Err(refused) =
-            attach_file(&mut call, &library, &record.id, &file_id, Map::new()).await
+            files::attach_file(&mut call, &library, &record.id, &file_id, Map::new()).await
         {
             // All or nothing: a store the caller never got the id of is not left behind.
-            let team = call.principal.team_id.clone();
-            library.forget_collection(&team, &record.id);
-            library
-                .delete_vector_store(TeamId(team), record.id.clone())
-                .await?;
+            remove(&call, &library, &record.id).await?;
             return Err(refused);
         }
     }
-    Ok(Json(store_json(&library, &record)).into_response())
+    let json = store_json(&call, &library, &record).await?;
+    Ok(Json(json).into_response())
 }
 
 /// OpenAI's bounds for the lists of vector stores and of a store's files.
-const LIST: Bounds = Bounds {
+pub(super) const LIST: Bounds = Bounds {
     max: 100,
     default: 20,
     extra: &[],
 };
-const LIST_FILES: Bounds = Bounds {
+pub(super) const LIST_FILES: Bounds = Bounds {
     extra: &["filter"],
     ..LIST
 };
@@ -162,9 +154,13 @@ pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, Api
         .vector_stores(TeamId(call.principal.team_id.clone()))
         .await?;
     let (stores, has_more) = list.page(stores, |s| &s.id);
+    let mut data = Vec::with_capacity(stores.len());
+    for s in &stores {
+        data.push(store_json(&call, &library, s).await?);
+    }
     Ok(Json(json!({
         "object": "list",
-        "data": stores.iter().map(|s| store_json(&library, s)).collect::<Vec<_>>(),
+        "data": data,
         "first_id": stores.first().map(|s| s.id.clone()),
         "last_id": stores.last().map(|s| s.id.clone()),
         "has_more": has_more,
@@ -175,104 +171,30 @@ pub async fn list(call: Call, RawQuery(query): RawQuery) -> Result<Response, Api
 pub async fn get(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
     let library = library(&call)?;
     let record = vector_store(&call, &library, &id).await?;
-    Ok(Json(store_json(&library, &record)).into_response())
+    let json = store_json(&call, &library, &record).await?;
+    Ok(Json(json).into_response())
 }
 
 pub async fn delete(call: Call, Path(id): Path<String>) -> Result<Response, ApiError> {
     let library = library(&call)?;
-    let team = call.principal.team_id.clone();
     vector_store(&call, &library, &id).await?;
-    library.forget_collection(&team, &id);
-    library
-        .delete_vector_store(TeamId(team), id.clone())
-        .await?;
+    remove(&call, &library, &id).await?;
     Ok(Json(json!({"id": id, "object": "vector_store.deleted", "deleted": true})).into_response())
 }
 
-pub async fn attach(
-    mut call: Call,
-    Path(id): Path<String>,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let library = library(&call)?;
-    let map = call.read_body(body).await?;
-    let request: AttachFile =
-        serde_json::from_value(Value::Object(map)).map_err(|e| bad_body("vector store file", e))?;
-    let _ = &request.chunking_strategy;
-    let attributes = request.attributes.unwrap_or_default();
-    check_metadata(&attributes)?;
-    vector_store(&call, &library, &id).await?;
-    let record = attach_file(&mut call, &library, &id, &request.file_id, attributes).await?;
-    Ok(Json(file_json(&record, &request.file_id)).into_response())
-}
-
-pub async fn list_files(
-    call: Call,
-    Path(id): Path<String>,
-    RawQuery(query): RawQuery,
-) -> Result<Response, ApiError> {
-    let list = ListQuery::parse(query.as_deref(), LIST_FILES)?;
-    // Ingestion is synchronous: every file here is `completed`, none in another state.
-    let completed = match list.extra("filter") {
-        None | Some("completed") => true,
-        Some("in_progress" | "failed" | "cancelled") => false,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "filter",
-                "`filter` must be one of in_progress, completed, failed, cancelled.",
-            ));
-        }
-    };
-    let library = library(&call)?;
-    vector_store(&call, &library, &id).await?;
-    // The store's files, newest first, a library page at a time.
-    let (mut documents, mut after) = (Vec::new(), None);
-    let mut more = completed;
-    while more {
-        let page;
-        (page, more) = library
-            .list(&call.principal.team_id, Some(id.clone()), after, 100)
-            .await?;
-        after = page.last().map(|d| d.id.clone());
-        documents.extend(page.into_iter().filter(|d| d.file_id.is_some()));
-    }
-    let (documents, has_more) = list.page(documents, |d| d.file_id.as_deref().unwrap_or(""));
-    let data: Vec<Value> = documents
-        .iter()
-        .filter_map(|d| Some(file_json(d, d.file_id.as_deref()?)))
-        .collect();
-    Ok(Json(json!({
-        "object": "list",
-        "first_id": data.first().and_then(|f| f.get("id")).cloned(),
-        "last_id": data.last().and_then(|f| f.get("id")).cloned(),
-        "data": data,
-        "has_more": has_more,
-    }))
-    .into_response())
-}
-
-pub async fn get_file(
-    call: Call,
-    Path((id, file_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    let library = library(&call)?;
-    vector_store(&call, &library, &id).await?;
-    let record = stored_file(&call, &library, &id, &file_id).await?;
-    Ok(Json(file_json(&record, &file_id)).into_response())
-}
-
-pub async fn detach(
-    call: Call,
-    Path((id, file_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    let library = library(&call)?;
-    vector_store(&call, &library, &id).await?;
-    let record = stored_file(&call, &library, &id, &file_id).await?;
-    library.delete(&call.principal.team_id, &record.id).await?;
-    Ok(
-        Json(json!({"id": file_id, "object": "vector_store.file.deleted", "deleted": true}))
-            .into_response(),
-    )
+/// Deletes the team's store: its files' jobs (a running one stops at its next report), its
+/// documents (out of retrieval first), the store.
+async fn remove(call: &Call, library: &Library, id: &str) -> Result<(), ApiError> {
+    let team = call.principal.team_id.clone();
+    call.app
+        .vector_store_jobs()
+        .forget(TeamId(team.clone()), id.to_string(), None)
+        .await?;
+    library.forget_collection(&team, id);
+    library
+        .delete_vector_store(TeamId(team), id.to_string())
+        .await?;
+    Ok(())
 }
 
 pub async fn search(
@@ -344,7 +266,7 @@ pub async fn search(
     let mut texts = vec![text];
     crate::pipeline::guard::texts(&call, &mut texts).await?;
     let text = texts.pop().unwrap_or_default();
-    let retrieved = library
+    let mut retrieved = library
         .search(Query {
             team_id: call.principal.team_id.clone(),
             text: text.clone(),
@@ -359,6 +281,8 @@ pub async fn search(
         })
         .await?;
     record_usage(&call, library.model_id(), retrieved.query_tokens).await;
+    // The retrieval policy after the ranking: what it filters is never returned.
+    let reranked = crate::pipeline::library::review(&call, &text, &mut retrieved).await?;
     // File ids and attributes come with the citations (the library's catalogue): no store
     // round trip per result.
     let mut data: Vec<Value> = retrieved
@@ -374,11 +298,14 @@ pub async fn search(
             })
         })
         .collect();
-    // Best first by the score shown (stable: equal scores keep the ranking's order).
-    data.sort_by(|a, b| {
-        let score = |v: &Value| v.get("score").and_then(Value::as_f64).unwrap_or(0.0);
-        score(b).total_cmp(&score(a))
-    });
+    // Best first by the score shown (stable: equal scores keep the ranking's order), unless
+    // the retrieval policy re-ranked them: its order stands.
+    if !reranked {
+        data.sort_by(|a, b| {
+            let score = |v: &Value| v.get("score").and_then(Value::as_f64).unwrap_or(0.0);
+            score(b).total_cmp(&score(a))
+        });
+    }
     data.truncate(top_k);
     Ok(Json(json!({
         "object": "vector_store.search_results.page",
@@ -423,36 +350,7 @@ fn openai_filters(f: &Value) -> Result<Map<String, Value>, ApiError> {
     Ok(out)
 }
 
-/// Attaches the team's file to the store: ingested like an upload, the file id on the document
-/// and the attributes as its metadata. Attaching it again returns the stored document.
-async fn attach_file(
-    call: &mut Call,
-    library: &Library,
-    store_id: &str,
-    file_id: &str,
-    attributes: Map<String, Value>,
-) -> Result<DocumentRecord, ApiError> {
-    let team = call.principal.team_id.clone();
-    let Some((file, data)) = library
-        .file(TeamId(team.clone()), file_id.to_string())
-        .await?
-    else {
-        return Err(ApiError::from(RagError::NoSuchFile(file_id.to_string())).with_param("file_id"));
-    };
-    let upload = Upload {
-        team_id: team,
-        collection: store_id.to_string(),
-        filename: file.filename,
-        content_type: file.content_type,
-        metadata: attributes,
-        file_id: Some(file_id.to_string()),
-        bytes: Bytes::from(data),
-    };
-    let (record, _) = ingest(call, library, upload).await?;
-    Ok(record)
-}
-
-async fn vector_store(
+pub(super) async fn vector_store(
     call: &Call,
     library: &Library,
     id: &str,
@@ -466,58 +364,27 @@ async fn vector_store(
         })
 }
 
-async fn stored_file(
+/// A store as OpenAI shows it: its files counted by state, `in_progress` while any is.
+async fn store_json(
     call: &Call,
     library: &Library,
-    store_id: &str,
-    file_id: &str,
-) -> Result<DocumentRecord, ApiError> {
-    let team = &call.principal.team_id;
-    let found = match library
-        .documents_of_file(team, Some(store_id), file_id)
-        .first()
-    {
-        Some(document) => library.get(team, document).await?,
-        None => None,
-    };
-    found.ok_or_else(|| {
-        let shown: String = file_id.chars().take(80).collect();
-        ApiError::not_found(format!("No file `{shown}` in this vector store."))
-    })
-}
-
-fn attributes_of(d: &DocumentRecord) -> Value {
-    serde_json::from_str(&d.metadata).unwrap_or_else(|_| json!({}))
-}
-
-fn file_json(d: &DocumentRecord, file_id: &str) -> Value {
-    json!({
-        "id": file_id,
-        "object": "vector_store.file",
-        "created_at": d.created_at / 1000,
-        "vector_store_id": d.collection,
-        "status": "completed",
-        "last_error": null,
-        "usage_bytes": d.bytes,
-        "attributes": attributes_of(d),
-        "chunking_strategy": {"type": "static", "static": {"max_chunk_size_tokens": 400, "chunk_overlap_tokens": 60}},
-    })
-}
-
-fn store_json(library: &Library, s: &VectorStoreRecord) -> Value {
-    let (files, bytes) = library.collection_stats(&s.team_id.0, &s.id);
+    s: &VectorStoreRecord,
+) -> Result<Value, ApiError> {
+    let states = files::states(call, library, &s.id).await?;
+    let counts = files::counts(states.values());
+    let bytes: u64 = states.values().map(files::FileState::bytes).sum();
     let metadata = serde_json::from_str::<Value>(&s.metadata).unwrap_or_else(|_| json!({}));
-    json!({
+    Ok(json!({
         "id": s.id,
         "object": "vector_store",
         "created_at": s.created_at / 1000,
         "name": s.name,
         "usage_bytes": bytes,
-        "file_counts": {"in_progress": 0, "completed": files, "failed": 0, "cancelled": 0, "total": files},
-        "status": "completed",
+        "file_counts": counts.json(),
+        "status": if counts.in_progress > 0 { "in_progress" } else { "completed" },
         "metadata": metadata,
         "expires_after": null,
         "expires_at": null,
         "last_active_at": s.created_at / 1000,
-    })
+    }))
 }
