@@ -177,6 +177,37 @@ fn embed(model: &E5Model, part: &Part, contextual: bool) -> Result<(Vectors, Vec
     Ok((rows, questions))
 }
 
+/// Both vectors per chunk with the second made from the first and its document's title vector
+/// (`alone + m · title`, normalised) rather than by embedding the title and the chunk together.
+fn mixed_vectors(model: &E5Model, part: &Part, alone: &Vectors, m: f32) -> Result<Vectors, Error> {
+    let titles: Vec<&str> = part.docs.iter().map(|d| d.title.as_str()).collect();
+    let title_vectors = model.embed_passages(&titles)?;
+    Ok(part
+        .chunks
+        .iter()
+        .zip(alone)
+        .map(|(c, a)| {
+            let t = part
+                .docs
+                .iter()
+                .position(|d| d.stem == c.document)
+                .map(|i| &title_vectors[i]);
+            let mut titled: Vec<f32> = match t {
+                Some(t) => a.iter().zip(t).map(|(x, y)| x + m * y).collect(),
+                None => a.clone(),
+            };
+            let norm = titled
+                .iter()
+                .map(|x| x * x)
+                .sum::<f32>()
+                .sqrt()
+                .max(f32::EPSILON);
+            titled.iter_mut().for_each(|x| *x /= norm);
+            a.iter().chain(&titled).copied().collect()
+        })
+        .collect())
+}
+
 /// What a document's header is made of in a run.
 #[derive(Clone, Copy, PartialEq)]
 enum Headers {
@@ -367,6 +398,12 @@ fn main() -> Result<(), Error> {
     // Per-question lines on stderr (for the tuning part: looking at the held-out part's questions
     // one by one is tuning on it).
     let verbose = args.iter().any(|a| a == "--verbose");
+    // Experiment: the titled vector made without a second pass of the model, as the chunk's own
+    // vector plus `m` times its document's title vector (normalised), for each `m` given.
+    let mixes: Vec<f32> = arg("--mix").map_or_else(
+        || Ok(Vec::new()),
+        |m| m.split(',').map(str::parse).collect::<Result<_, _>>(),
+    )?;
     let model = E5Model::load_default()?;
     let key = format!("{}:{}", model.model_id(), model.sha256());
     let logistic = confidence::calibration_for_key(&key).map(|c| c.logistic);
@@ -399,6 +436,10 @@ fn main() -> Result<(), Error> {
             .zip(&ctx_vectors)
             .map(|(a, c)| a.iter().chain(c).copied().collect())
             .collect();
+        let mixed: Vec<(f32, Vectors)> = mixes
+            .iter()
+            .map(|&m| Ok((m, mixed_vectors(&model, &part, &vectors, m)?)))
+            .collect::<Result<_, Error>>()?;
         let (alone, ctx, both) = (
             "chunks embedded alone",
             "chunks embedded after their title",
@@ -441,6 +482,17 @@ fn main() -> Result<(), Error> {
             0.0,
             true,
         ));
+        for (m, vs) in &mixed {
+            runs.push((
+                format!(
+                    "alone + {m} × title vector; titles + aliases, weight {ENTITY_WEIGHT}, rule"
+                ),
+                vs,
+                Headers::TitleAndAliases,
+                ENTITY_WEIGHT,
+                true,
+            ));
+        }
         runs.push((
             format!("{ctx}; no headers, no rule"),
             &ctx_vectors,
