@@ -49,6 +49,18 @@ fn patched(
     serde_json::from_value(merged).map_err(|e| invalid("body", e.to_string()))
 }
 
+/// A checked registration as the store keeps it (an API server is always Streamable HTTP).
+fn to_store(raw: RawMcpServer) -> NewMcpServer {
+    NewMcpServer {
+        name: raw.name,
+        url: raw.url,
+        teams: raw.teams,
+        tools: raw.tools,
+        bearer: raw.bearer,
+        headers: raw.headers,
+    }
+}
+
 /// The MCP servers' service, borrowing the gateway's parts (`AppState::mcp_servers`).
 pub struct McpServers<'a> {
     store: &'a Arc<dyn Store>,
@@ -74,22 +86,11 @@ impl<'a> McpServers<'a> {
 
     /// Registers a server for existing teams: stored, then live here and on every replica.
     pub async fn register(&self, raw: RawMcpServer) -> Result<Arc<Server>, ServiceError> {
-        for team in raw.teams.iter().chain(raw.tools.keys()) {
-            if self.store.team(TeamId(team.clone())).await?.is_none() {
-                return Err(ServiceError::UnknownTeam(TeamId(team.clone())));
-            }
-        }
+        self.teams_exist(&raw).await?;
         self.mcp.check(&raw)?;
         let name = raw.name.clone();
         self.store
-            .create_mcp_server(NewMcpServer {
-                name: raw.name,
-                url: raw.url,
-                teams: raw.teams,
-                tools: raw.tools,
-                bearer: raw.bearer,
-                headers: raw.headers,
-            })
+            .create_mcp_server(to_store(raw))
             .await
             .map_err(|e| match e {
                 StoreError::Invalid { field: "name", .. } => McpError::Exists(name.clone()).into(),
@@ -110,13 +111,7 @@ impl<'a> McpServers<'a> {
         name: &str,
         patch: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Arc<Server>, ServiceError> {
-        if self
-            .mcp
-            .server(name)
-            .is_some_and(|s| s.source == Source::Config)
-        {
-            return Err(McpError::Declared(name.into()).into());
-        }
+        self.not_declared(name)?;
         let stored = self
             .store
             .mcp_servers()
@@ -125,21 +120,10 @@ impl<'a> McpServers<'a> {
             .find(|s| s.name == name)
             .ok_or_else(|| McpError::NotFound(name.into()))?;
         let raw = patched(stored, patch)?;
-        for team in raw.teams.iter().chain(raw.tools.keys()) {
-            if self.store.team(TeamId(team.clone())).await?.is_none() {
-                return Err(ServiceError::UnknownTeam(TeamId(team.clone())));
-            }
-        }
+        self.teams_exist(&raw).await?;
         self.mcp.check_edit(&raw)?;
         self.store
-            .update_mcp_server(NewMcpServer {
-                name: raw.name,
-                url: raw.url,
-                teams: raw.teams,
-                tools: raw.tools,
-                bearer: raw.bearer,
-                headers: raw.headers,
-            })
+            .update_mcp_server(to_store(raw))
             .await?
             .ok_or_else(|| McpError::NotFound(name.into()))?;
         self.changed().await;
@@ -148,19 +132,31 @@ impl<'a> McpServers<'a> {
             .ok_or_else(|| McpError::NotFound(name.into()).into())
     }
 
+    /// Every team a registration names (granted, or with a tool list) exists.
+    async fn teams_exist(&self, raw: &RawMcpServer) -> Result<(), ServiceError> {
+        for team in raw.teams.iter().chain(raw.tools.keys()) {
+            if self.store.team(TeamId(team.clone())).await?.is_none() {
+                return Err(ServiceError::UnknownTeam(TeamId(team.clone())));
+            }
+        }
+        Ok(())
+    }
+
+    /// A server the config file declares is changed there, not through the API.
+    fn not_declared(&self, name: &str) -> Result<(), McpError> {
+        match self.mcp.server(name) {
+            Some(s) if s.source == Source::Config => Err(McpError::Declared(name.into())),
+            _ => Ok(()),
+        }
+    }
+
     pub fn list(&self) -> Vec<Arc<Server>> {
         self.mcp.servers()
     }
 
     /// Removes a server registered through the API, here and on every replica.
     pub async fn remove(&self, name: &str) -> Result<(), ServiceError> {
-        if self
-            .mcp
-            .server(name)
-            .is_some_and(|s| s.source == Source::Config)
-        {
-            return Err(McpError::Declared(name.into()).into());
-        }
+        self.not_declared(name)?;
         if !self.store.delete_mcp_server(name.to_owned()).await? {
             return Err(McpError::NotFound(name.into()).into());
         }

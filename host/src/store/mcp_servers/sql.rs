@@ -84,28 +84,33 @@ pub(crate) async fn create(
     new: NewMcpServer,
 ) -> StoreResult<McpServer> {
     let id = new_id("mcp_");
-    let inserted = db
-        .query_opt(
-            INSERT,
-            &[
-                Value::from(&new.name),
-                Value::from(&id),
-                Value::from(&new.url),
-                json_text(&new.teams)?,
-                json_text(&new.tools)?,
-                Value::from(new.bearer.clone()),
-                json_text(&new.headers)?,
-                now.into(),
-            ],
-        )
-        .await?;
-    if inserted.is_none() {
+    let mut params = registration(&new, &id)?;
+    params.push(now.into());
+    if db.query_opt(INSERT, &params).await?.is_none() {
         return Err(StoreError::Invalid {
             field: "name",
             reason: format!("an MCP server named `{}` is already registered", new.name),
         });
     }
-    Ok(McpServer {
+    Ok(stored(new, id, now))
+}
+
+/// A registration's columns in the order INSERT and UPDATE take them: name, id, url, teams,
+/// tools, bearer, headers.
+fn registration(new: &NewMcpServer, id: &str) -> StoreResult<Vec<Value>> {
+    Ok(vec![
+        Value::from(&new.name),
+        Value::from(id),
+        Value::from(&new.url),
+        json_text(&new.teams)?,
+        json_text(&new.tools)?,
+        Value::from(new.bearer.clone()),
+        json_text(&new.headers)?,
+    ])
+}
+
+fn stored(new: NewMcpServer, id: String, created_at: UnixMillis) -> McpServer {
+    McpServer {
         id,
         name: new.name,
         url: new.url,
@@ -113,41 +118,18 @@ pub(crate) async fn create(
         tools: new.tools,
         bearer: new.bearer,
         headers: new.headers,
-        created_at: now,
-    })
+        created_at,
+    }
 }
 
 /// The stored server of `new.name` replaced, under a new registration id; `None` when there is
 /// no such server.
 pub(crate) async fn update(db: &impl Db, new: NewMcpServer) -> StoreResult<Option<McpServer>> {
     let id = new_id("mcp_");
-    let updated = db
-        .query_opt(
-            UPDATE,
-            &[
-                Value::from(&new.name),
-                Value::from(&id),
-                Value::from(&new.url),
-                json_text(&new.teams)?,
-                json_text(&new.tools)?,
-                Value::from(new.bearer.clone()),
-                json_text(&new.headers)?,
-            ],
-        )
-        .await?;
-    let Some(row) = updated else {
+    let Some(row) = db.query_opt(UPDATE, &registration(&new, &id)?).await? else {
         return Ok(None);
     };
-    Ok(Some(McpServer {
-        id,
-        name: new.name,
-        url: new.url,
-        teams: new.teams,
-        tools: new.tools,
-        bearer: new.bearer,
-        headers: new.headers,
-        created_at: row.i64(0)?,
-    }))
+    Ok(Some(stored(new, id, row.i64(0)?)))
 }
 
 pub(crate) async fn list(db: &impl Db) -> StoreResult<Vec<McpServer>> {
