@@ -4,10 +4,12 @@
 //! rebuilt from the host store's rows (`ChunkRow`). This file holds the `Index` itself (its
 //! tables, construction, size); adding and removing chunks is `chunks`, a search `search` (asked
 //! and answered in `query`'s types), the per-script z-scores `zscores`, ranking order `rank`,
-//! documents' names (title and aliases) matched across scripts `entities`.
+//! documents' names (title and aliases) matched across scripts `entities`, the int8 dot product
+//! `dot`.
 
 mod bm25;
 mod chunks;
+mod dot;
 mod entities;
 mod fusion;
 mod hnsw;

@@ -2,6 +2,8 @@
 //! cosine error below 0.01 at 384 dims), the f32 byte encoding the host's store keeps, and the
 //! exact dot-product scan.
 
+use super::dot::dot_i8;
+
 /// Why a vector could not be decoded or used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VectorError {
@@ -43,26 +45,6 @@ pub(crate) fn quantize(vector: &[f32], out: &mut Vec<i8>) -> Result<f32, VectorE
             .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
     );
     Ok(scale)
-}
-
-/// Integer dot product; written so LLVM vectorises it (widening multiply-add) without intrinsics.
-#[inline]
-pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    let mut acc = [0i32; 16];
-    let chunks_a = a.chunks_exact(16);
-    let chunks_b = b.chunks_exact(16);
-    let tail: i32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum();
-    for (ca, cb) in chunks_a.zip(chunks_b) {
-        for i in 0..16 {
-            acc[i] += i32::from(ca[i]) * i32::from(cb[i]);
-        }
-    }
-    acc.iter().sum::<i32>() + tail
 }
 
 /// Quantised vectors in one contiguous buffer, `dim` bytes per slot, plus each slot's scale.
@@ -221,18 +203,6 @@ mod tests {
             Err(VectorError::NotFinite)
         );
         assert_eq!(store.len(), 0);
-    }
-
-    #[test]
-    fn dot_matches_the_plain_sum_with_a_tail() {
-        let a: Vec<i8> = (0..37).map(|i| (i * 7 % 255 - 127) as i8).collect();
-        let b: Vec<i8> = (0..37).map(|i| (i * 13 % 255 - 127) as i8).collect();
-        let plain: i32 = a
-            .iter()
-            .zip(&b)
-            .map(|(&x, &y)| i32::from(x) * i32::from(y))
-            .sum();
-        assert_eq!(dot_i8(&a, &b), plain);
     }
 
     #[test]
