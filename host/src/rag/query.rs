@@ -120,7 +120,10 @@ impl Library {
             let filter = Filter {
                 tenant: Some(&team),
                 collections: one.as_ref().map(<[&str; 1]>::as_slice),
-                predicate: Some(&predicate),
+                // Asked of every chunk the scan reads: only when there is something to ask.
+                predicate: allowed
+                    .is_some()
+                    .then_some(&predicate as &(dyn Fn(&ChunkMeta<'_>) -> bool + Sync)),
             };
             let index = read(&index);
             let results = index

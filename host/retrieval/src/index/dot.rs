@@ -19,6 +19,30 @@ pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     portable(a, b)
 }
 
+/// `out(i, a·row_i)` for each row `i` of `rows` (`a.len()` bytes each) that `want(i)` accepts,
+/// in order: the scan's loop, in one AVX2 function when the CPU has it, so the kernel is inlined
+/// into it rather than called per row.
+#[inline]
+pub(crate) fn dot_rows(
+    a: &[i8],
+    rows: &[i8],
+    want: impl Fn(usize) -> bool,
+    mut out: impl FnMut(usize, i32),
+) {
+    let dim = a.len().max(1);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked on the line above), which is all
+        // `avx2::dot_rows` requires; it reads only within both slices.
+        return unsafe { avx2::dot_rows(a, rows, want, out) };
+    }
+    for (i, row) in rows.chunks_exact(dim).enumerate() {
+        if want(i) {
+            out(i, portable(a, row));
+        }
+    }
+}
+
 /// The plain loop, written so LLVM vectorises it with what the target has.
 fn portable(a: &[i8], b: &[i8]) -> i32 {
     let mut acc = [0i32; 16];
@@ -46,6 +70,25 @@ mod avx2 {
         _mm256_madd_epi16, _mm256_setzero_si256,
     };
 
+    /// [`super::dot_rows`] with the kernel inlined.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn dot_rows(
+        a: &[i8],
+        rows: &[i8],
+        want: impl Fn(usize) -> bool,
+        mut out: impl FnMut(usize, i32),
+    ) {
+        for (i, row) in rows.chunks_exact(a.len().max(1)).enumerate() {
+            if want(i) {
+                // SAFETY: AVX2 is this function's own target feature.
+                out(i, unsafe { dot(a, row) });
+            }
+        }
+    }
+
     /// 16 lanes at a time: sign-extend each side to i16 (`vpmovsxbw`), multiply and add pairs
     /// into i32 (`vpmaddwd`: at most 2·128² per lane, no overflow), accumulate; two accumulators
     /// so consecutive adds do not wait on each other.
@@ -53,6 +96,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
+    #[inline]
     pub(super) unsafe fn dot(a: &[i8], b: &[i8]) -> i32 {
         let n = a.len().min(b.len());
         let (mut acc0, mut acc1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
@@ -87,7 +131,12 @@ mod avx2 {
         );
         let quarter = _mm_add_epi32(half, _mm_shuffle_epi32::<0b01_00_11_10>(half));
         let one = _mm_add_epi32(quarter, _mm_shuffle_epi32::<0b10_11_00_01>(quarter));
-        _mm_cvtsi128_si32(one) + super::portable(&a[i..n], &b[i..n])
+        let sum = _mm_cvtsi128_si32(one);
+        if i == n {
+            sum
+        } else {
+            sum + super::portable(&a[i..n], &b[i..n])
+        }
     }
 }
 
@@ -122,6 +171,22 @@ mod tests {
         assert_eq!(dot_i8(&min, &min), 384 * 128 * 128);
         let max = vec![i8::MAX; 384];
         assert_eq!(dot_i8(&min, &max), -384 * 128 * 127);
+    }
+
+    #[test]
+    fn rows_are_scanned_in_order_and_only_those_wanted() {
+        let dim = 40;
+        let a: Vec<i8> = (0..dim).map(|i| (i * 3 % 255) as i8).collect();
+        let rows: Vec<i8> = (0..dim * 7).map(|i| (i * 11 % 255) as i8).collect();
+        let mut got = Vec::new();
+        dot_rows(&a, &rows, |i| i != 2, |i, d| got.push((i, d)));
+        let want: Vec<(usize, i32)> = rows
+            .chunks_exact(dim)
+            .enumerate()
+            .filter(|(i, _)| *i != 2)
+            .map(|(i, r)| (i, plain(&a, r)))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -123,8 +123,9 @@ impl Index {
             .as_ref()
             .map(|p| (p, usize::from(is_mostly_arabic(query_text))));
         let ranking_prior = prior.filter(|_| options.prior_in_ranking);
-        let params = self.z_params(stats, options.balance_scripts, ranking_prior);
-        let by_script = self.z_params(stats, true, prior);
+        let moments = self.moments(stats);
+        let params = Self::z_params(&moments, options.balance_scripts, ranking_prior);
+        let by_script = Self::z_params(&moments, true, prior);
         let vector_list = if options.balance_scripts {
             top_n(
                 sims.iter().map(|s| Scored(self.z(&params, s.1, s.0), s.1)),
@@ -290,7 +291,8 @@ impl Index {
 
     /// The cosine of every accepted slot in `store` (the chunks alone or after their title), in
     /// slot order. Above `PARALLEL_SCAN` slots the scan is
-    /// split over the available cores (scoped threads; the results are identical).
+    /// split over the available cores (the first part on the calling thread, the others on scoped
+    /// threads; the results are identical).
     pub(super) fn scan(
         &self,
         store: &VectorStore,
@@ -299,10 +301,11 @@ impl Index {
     ) -> Vec<Scored> {
         let n = self.slots.len();
         let range = |lo: usize, hi: usize| -> Vec<Scored> {
-            (lo..hi)
-                .filter(|&slot| accept(slot))
-                .map(|slot| Scored(store.similarity(query, slot), slot as u32))
-                .collect()
+            let mut out = Vec::with_capacity(hi - lo);
+            store.similarities(query, lo..hi, accept, |slot, sim| {
+                out.push(Scored(sim, slot as u32));
+            });
+            out
         };
         let threads = std::thread::available_parallelism()
             .map_or(1, |t| t.get())
@@ -312,13 +315,15 @@ impl Index {
         }
         let per = n.div_ceil(threads);
         std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
+            // The first part on this thread, the others on threads of their own.
+            let handles: Vec<_> = (1..threads)
                 .map(|t| {
                     let range = &range;
                     scope.spawn(move || range(t * per, ((t + 1) * per).min(n)))
                 })
                 .collect();
-            let mut out = Vec::with_capacity(n);
+            let mut out = range(0, per.min(n));
+            out.reserve(n - out.len());
             for h in handles {
                 // A panicking scan thread is a bug; its slots are then simply not ranked.
                 out.extend(h.join().unwrap_or_default());

@@ -2,7 +2,7 @@
 //! cosine error below 0.01 at 384 dims), the f32 byte encoding the host's store keeps, and the
 //! exact dot-product scan.
 
-use super::dot::dot_i8;
+use super::dot::{dot_i8, dot_rows};
 
 /// Why a vector could not be decoded or used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -111,6 +111,29 @@ impl VectorStore {
     pub(crate) fn similarity(&self, query: &(Vec<i8>, f32), slot: usize) -> f32 {
         let row = &self.data[slot * self.dim..(slot + 1) * self.dim];
         dot_i8(&query.0, row) as f32 * query.1 * self.scales[slot]
+    }
+
+    /// `out(slot, cosine)` for every slot in `slots` that `want` accepts, in order: the exact
+    /// scan's loop.
+    pub(crate) fn similarities(
+        &self,
+        query: &(Vec<i8>, f32),
+        slots: std::ops::Range<usize>,
+        want: impl Fn(usize) -> bool,
+        mut out: impl FnMut(usize, f32),
+    ) {
+        let (lo, hi) = (slots.start, slots.end.min(self.scales.len()));
+        if lo >= hi {
+            return;
+        }
+        let rows = &self.data[lo * self.dim..hi * self.dim];
+        let scales = &self.scales[lo..hi];
+        dot_rows(
+            &query.0,
+            rows,
+            |i| want(lo + i),
+            |i, d| out(lo + i, d as f32 * query.1 * scales[i]),
+        );
     }
 
     /// Approximate cosine between two stored slots.

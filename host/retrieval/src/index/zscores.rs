@@ -18,33 +18,39 @@ pub struct ScorePrior {
     pub weight: f64,
 }
 
+/// A search's cosines summed per script: `[script]` → (count, sum, sum of squares).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Moments([(f64, f64, f64); 2]);
+
 impl Index {
+    /// The similarities' moments per script (index 1 = Arabic): (count, sum, sum of squares),
+    /// in f64 so 10^5 terms lose nothing. One pass serves every [`Index::z_params`] of a search.
+    pub(super) fn moments(&self, sims: &[Scored]) -> Moments {
+        let mut stats = [(0f64, 0f64, 0f64); 2];
+        for s in sims {
+            let g = usize::from(self.slots[s.1 as usize].arabic);
+            let x = f64::from(s.0);
+            stats[g].0 += 1.0;
+            stats[g].1 += x;
+            stats[g].2 += x * x;
+        }
+        Moments(stats)
+    }
+
     /// Mean and standard deviation of the similarities, per script (index 1 = Arabic) when
     /// `by_script`, else one pair for all (stored in both places). With a prior (and the query's
     /// script, 0 = other, 1 = Arabic) and `by_script`, each script's moments are pooled with
     /// `weight` virtual chunks distributed as the prior: mean = (Σx + k·μ) / (n + k), variance =
     /// (Σx² + k·(σ² + μ²)) / (n + k) − mean².
     pub(super) fn z_params(
-        &self,
-        sims: &[Scored],
+        moments: &Moments,
         by_script: bool,
         prior: Option<(&ScorePrior, usize)>,
     ) -> [(f64, f64); 2] {
-        // [script] -> (count, sum, sum of squares), in f64 so 10^5 terms lose nothing.
-        let mut stats = [(0f64, 0f64, 0f64); 2];
-        for s in sims {
-            let g = if by_script {
-                usize::from(self.slots[s.1 as usize].arabic)
-            } else {
-                0
-            };
-            let x = f64::from(s.0);
-            stats[g].0 += 1.0;
-            stats[g].1 += x;
-            stats[g].2 += x * x;
-        }
+        let mut stats = moments.0;
         if !by_script {
-            stats[1] = stats[0];
+            let [a, b] = stats;
+            stats = [(a.0 + b.0, a.1 + b.1, a.2 + b.2); 2];
         } else if let Some((p, query)) = prior {
             for (g, st) in stats.iter_mut().enumerate() {
                 let (mu, sd) = p.cosine[query.min(1)][g];
