@@ -6,6 +6,7 @@
 //! every request, the caller's never. Every request has a deadline and a size limit.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -29,7 +30,10 @@ pub struct HttpLink {
     /// The gateway's credentials for this server.
     auth: HeaderMap,
     client: reqwest::Client,
-    era: tokio::sync::Mutex<Option<Era>>,
+    /// The era negotiated, read by every request without waiting on another.
+    era: RwLock<Option<Arc<Era>>>,
+    /// Held while the era is negotiated (one negotiation at a time).
+    negotiating: tokio::sync::Mutex<()>,
     ids: AtomicU64,
 }
 
@@ -39,7 +43,8 @@ impl HttpLink {
             url,
             auth,
             client,
-            era: tokio::sync::Mutex::new(None),
+            era: RwLock::new(None),
+            negotiating: tokio::sync::Mutex::new(()),
             ids: AtomicU64::new(1),
         }
     }
@@ -59,7 +64,7 @@ impl HttpLink {
             .await
         {
             Err(UpstreamError::SessionExpired) => {
-                *self.era.lock().await = None;
+                self.forget(&era);
                 let era = self.era(deadline).await?;
                 self.send(&era, method, params, name, deadline).await
             }
@@ -68,14 +73,32 @@ impl HttpLink {
     }
 
     /// The negotiated era (negotiated now if not yet; one negotiation at a time).
-    async fn era(&self, deadline: Duration) -> Result<Era, UpstreamError> {
-        let mut slot = self.era.lock().await;
-        if let Some(era) = &*slot {
-            return Ok(era.clone());
+    async fn era(&self, deadline: Duration) -> Result<Arc<Era>, UpstreamError> {
+        if let Some(era) = self.current() {
+            return Ok(era);
         }
-        let era = self.negotiate(deadline).await?;
-        *slot = Some(era.clone());
+        let _one = self.negotiating.lock().await;
+        if let Some(era) = self.current() {
+            return Ok(era);
+        }
+        let era = Arc::new(self.negotiate(deadline).await?);
+        if let Ok(mut slot) = self.era.write() {
+            *slot = Some(era.clone());
+        }
         Ok(era)
+    }
+
+    fn current(&self) -> Option<Arc<Era>> {
+        self.era.read().ok().and_then(|e| e.clone())
+    }
+
+    /// Forgets `era` (its session expired), unless another request has negotiated anew since.
+    fn forget(&self, era: &Arc<Era>) {
+        if let Ok(mut slot) = self.era.write()
+            && slot.as_ref().is_some_and(|e| Arc::ptr_eq(e, era))
+        {
+            *slot = None;
+        }
     }
 
     async fn negotiate(&self, deadline: Duration) -> Result<Era, UpstreamError> {
