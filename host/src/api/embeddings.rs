@@ -16,7 +16,7 @@ use crate::domain::ModelKind;
 use crate::pipeline::answer::{Kind, answer};
 use crate::pipeline::call::Call;
 use crate::pipeline::fallback::{self, encode_body};
-use crate::pipeline::library::{library, record_usage};
+use crate::pipeline::library::{answer_usage, library};
 use crate::pipeline::{guard, route, spend};
 use crate::policy::RouteFacts;
 use crate::rag::BUILTIN_MODEL;
@@ -143,7 +143,7 @@ async fn builtin(call: &Call, request: &EmbeddingsRequest) -> Result<Response, A
         .run_builtin(job, &call.principal.team_id)
         .await
         .map_err(ApiError::from)?;
-    record_usage(call, BUILTIN_MODEL, tokens).await;
+    answer_usage(call, BUILTIN_MODEL, tokens);
     let data: Vec<Value> = vectors
         .iter()
         .enumerate()

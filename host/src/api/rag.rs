@@ -24,7 +24,7 @@ use crate::pipeline::answer::{Answer, Kind, Settle, answer_parts, sse_response};
 use crate::pipeline::call::Call;
 use crate::pipeline::converse::converse;
 use crate::pipeline::guard::{self, Shape};
-use crate::pipeline::library::{library, record_usage, review};
+use crate::pipeline::library::{answer_usage, library, review};
 use crate::pipeline::route;
 use crate::rag::{Citation, Filters, Query, RagError, check_collection};
 use crate::server::error::ApiError;
@@ -77,7 +77,7 @@ pub async fn query(mut call: Call, body: Body) -> Result<Response, ApiError> {
 
     // 3. The search; the model's work in usage.
     let mut retrieved = library.search(query.clone()).await?;
-    record_usage(&call, library.model_id(), retrieved.query_tokens).await;
+    answer_usage(&call, library.model_id(), retrieved.query_tokens);
     review(&call, &query.text, &mut retrieved).await?;
     let citations: Vec<Value> = retrieved.citations.iter().map(citation_json).collect();
     let mut result = json!({

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 use super::list_page::{Bounds, ListQuery};
 use crate::pipeline::call::Call;
-use crate::pipeline::library::{library, record_usage};
+use crate::pipeline::library::{answer_usage, library};
 use crate::rag::{Filters, Library, MAX_TOP_K, Query, RagError, check_metadata};
 use crate::server::error::ApiError;
 use crate::store::TeamId;
@@ -280,7 +280,7 @@ pub async fn search(
             min_confidence: threshold,
         })
         .await?;
-    record_usage(&call, library.model_id(), retrieved.query_tokens).await;
+    answer_usage(&call, library.model_id(), retrieved.query_tokens);
     // The retrieval policy after the ranking: what it filters is never returned.
     let reranked = crate::pipeline::library::review(&call, &text, &mut retrieved).await?;
     // File ids and attributes come with the citations (the library's catalogue): no store

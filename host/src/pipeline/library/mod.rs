@@ -67,7 +67,7 @@ pub async fn ingest(
 
     // The model's work counted in usage.
     if ingested.created {
-        record_usage(call, library.model_id(), ingested.tokens).await;
+        answer_usage(call, library.model_id(), ingested.tokens);
     }
     Ok((ingested.record, ingested.created))
 }
@@ -236,8 +236,37 @@ pub fn job_error(e: &JobError) -> ApiError {
 
 /// The embedding model's work for the library, in the journal entry, in usage (no spend: the
 /// built-in model runs on the gateway's own CPU, and an upstream embedding model's cost is not
-/// charged to budgets) and in the key's and team's tokens per day.
+/// charged to budgets) and in the key's and team's tokens per day; the usage row committed before
+/// this returns (an ingestion job's work, which no answer waits on).
 pub async fn record_usage(call: &Call, model: &str, tokens: u64) {
+    count_usage(call, model, tokens);
+    usage::record(call.app.store().as_ref(), work(call, model, tokens)).await;
+}
+
+/// [`record_usage`] on a request's path: the usage row is durable when the answer's charge
+/// would be (`pipeline::spend::settle_durable`) — carried by the request's journal entry when
+/// charges ride the journal's fsync (a zero-spend charge), else committed while the journal
+/// layer waits beside the entry's append — not a commit and an fsync of its own before the
+/// answer.
+pub fn answer_usage(call: &Call, model: &str, tokens: u64) {
+    count_usage(call, model, tokens);
+    let record = usage::row(work(call, model, tokens));
+    let charger = call.app.budgets().charger();
+    if charger.carries() {
+        call.audit.carry(crate::journal::Charge {
+            model: model.to_string(),
+            spend_micros: 0,
+            tokens_in: tokens,
+            tokens_out: 0,
+        });
+        charger.charge_carried(record);
+    } else {
+        call.audit.reply_after(charger.charge_then_wait(record));
+    }
+}
+
+/// The work in the journal entry and in the key's and team's tokens per day.
+fn count_usage(call: &Call, model: &str, tokens: u64) {
     call.audit.local_model(model, tokens);
     // The model's tokens count against the key's and team's tokens per day, as chat's do (and as
     // the usage rows are counted at start).
@@ -247,15 +276,17 @@ pub async fn record_usage(call: &Call, model: &str, tokens: u64) {
         tokens,
         crate::store::Clock::now_ms(&crate::store::SystemClock),
     );
-    let work = usage::Work {
+}
+
+fn work<'a>(call: &'a Call, model: &'a str, tokens: u64) -> usage::Work<'a> {
+    usage::Work {
         team_id: &call.principal.team_id,
         key_id: &call.principal.key_id,
         actor: &call.actor,
         model,
         tokens,
         request_id: call.ctx.id.to_string(),
-    };
-    usage::record(call.app.store().as_ref(), work).await;
+    }
 }
 
 /// The caller as a policy sees it: team, key (or certificate identity) id, role, and the
