@@ -505,7 +505,8 @@ def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_pa
     write lock; the gateway is then killed before the store ever took the charges, and the
     restart applies them from the journal (docs/STORE.md, "Charges ride the journal's fsync").
     Without a journal the answers are held back until the store commits them. Either way every
-    request and its spend are counted after a SIGKILL and a restart. Chat and embeddings alike."""
+    request and its spend are counted after a SIGKILL and a restart. Chat and embeddings alike,
+    and the built-in embedding model, whose usage row is a zero-spend charge (docs/STORE.md)."""
     config = harness.gateway_config(
         harness.fleet_models(sim.url, input_cost_per_mtok=0.0, output_cost_per_mtok=1000.0), keys["config"],
         journal=journal)
@@ -518,6 +519,7 @@ def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_pa
         calls = [
             ("/v1/chat/completions", {**CHAT, "max_tokens": 4}),
             ("/v1/embeddings", {"model": "multilingual-e5-small", "input": "hello"}),
+            ("/v1/embeddings", {"model": "multilingual-e5-small-q4", "input": "hello"}),
         ]
         with as_key(gw, key["key"]) as c:
             c.get("/v1/models")  # the key cached before the store is locked
@@ -527,13 +529,13 @@ def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_pa
                 with ThreadPoolExecutor(len(calls)) as pool:
                     answers = [pool.submit(lambda p=p, b=b: c.post(p, json=b).status_code) for p, b in calls]
                     if carried:
-                        assert [f.result(timeout=30) for f in answers] == [200, 200]
+                        assert [f.result(timeout=30) for f in answers] == [200, 200, 200]
                         gw.kill()  # the charges never reached the store
                     else:
                         done, _ = wait(answers, timeout=1.0)
                         assert not done, "an answer left before its charge was committed"
                         lock.execute("ROLLBACK")
-                        assert [f.result(timeout=30) for f in answers] == [200, 200]
+                        assert [f.result(timeout=30) for f in answers] == [200, 200, 200]
                         gw.kill()
             finally:
                 lock.close()
@@ -542,7 +544,7 @@ def test_a_whole_answer_leaves_only_once_its_charge_is_durable(sim, keys, tmp_pa
     if carried:
         assert usage_rows(tmp_path, key["id"]) == 0, "the store took the charges before the kill: this test proves nothing"
     total, team_spent = counted_after_restart(config, tmp_path, keys, key["id"], team["id"])
-    assert total["requests"] == 2, total
+    assert total["requests"] == 3, total
     assert total["spend"] == pytest.approx(0.004), total  # 4 completion tokens at 0.001
     assert team_spent == pytest.approx(0.004)
 
