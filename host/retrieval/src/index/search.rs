@@ -301,7 +301,7 @@ impl Index {
     ) -> Vec<Scored> {
         let n = self.slots.len();
         let range = |lo: usize, hi: usize| -> Vec<Scored> {
-            let mut out = Vec::with_capacity(hi - lo);
+            let mut out = Vec::with_capacity(hi.saturating_sub(lo));
             store.similarities(query, lo..hi, accept, |slot, sim| {
                 out.push(Scored(sim, slot as u32));
             });
