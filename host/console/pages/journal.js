@@ -91,11 +91,16 @@ export default {
       h('button.secondary#export-csv', { type: 'button' }, 'Export CSV'),
       h('button.secondary#export-jsonl', { type: 'button' }, 'Export JSONL'));
 
+    // Only the latest search is shown: the page's first listing (every team's entries) must not
+    // land over a filtered search asked while it was on its way.
+    let latest = 0;
     async function search(cursor, pages = []) {
+      const mine = ++latest;
       const q = { ...query(form), limit: 50 };
       if (cursor) q.cursor = cursor;
       try {
         const page = await post('/v1/activity/logs', q);
+        if (mine !== latest) return;
         show(entry);
         // Long values (ids, actors, actions) are clipped to their column, whole on hover and in
         // the opened entry, so Policy, Status and Tokens stay in view at 1,400 px.
@@ -124,7 +129,7 @@ export default {
           page.next_cursor ? h('button.secondary#journal-next', { type: 'button', on: { click: () => search(page.next_cursor, [...pages, cursor]) } }, 'Next page') : '');
         show(results, list, nav);
       } catch (e) {
-        show(results, notice('error', e.message));
+        if (mine === latest) show(results, notice('error', e.message));
       }
     }
 
