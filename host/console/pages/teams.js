@@ -155,13 +155,18 @@ export default {
     let search = '';
     let cursors = [];
 
+    // Only the latest refresh is shown: one asked by an action (a revoke, a save) must not land
+    // over a search or a page asked while it was on its way, nor the reverse.
+    let latest = 0;
     async function refresh(teamId) {
       if (teamId) selectedTeam = teamId;
+      const mine = ++latest;
       try {
         const [teams, keys, usage] = await Promise.all([
           get('/v1/admin/teams'),
           get('/v1/admin/keys', { q: search, limit: PAGE, after: cursors.at(-1) }),
           get('/v1/admin/usage', { group_by: 'key' })]);
+        if (mine !== latest) return;
         const names = new Map(teams.data.map((t) => [t.id, t.name]));
         const perKey = usageByKey(usage.data);
         const keyTable = table([
@@ -215,7 +220,7 @@ export default {
           keyForm(teams.data, secretSlot, () => refresh(), selectedTeam),
           h('section.card', h('h2', 'Keys'), searchForm, keyTable, pager, editSlot));
       } catch (e) {
-        show(lists, notice('error', e.message));
+        if (mine === latest) show(lists, notice('error', e.message));
       }
     }
 
