@@ -465,20 +465,12 @@ impl Reservation {
         self.budgets.charger.charge_then_wait(record)
     }
 
-    /// Charges the real usage, carried by the request's journal entry: settled and queued now,
-    /// never waited for (`Charger::charge_carried`); the caller puts the returned charge in the
-    /// entry. Only when `Charger::carries`.
-    pub fn settle_carried(mut self, tokens_in: u64, tokens_out: u64) -> crate::journal::Charge {
+    /// Charges the real usage: settled now, the record returned for the caller to make durable
+    /// (`pipeline::spend::ride_answer`: carried by the journal entry, or committed while the
+    /// answer waits).
+    pub fn settle_record(mut self, tokens_in: u64, tokens_out: u64) -> UsageRecord {
         self.done = true;
-        let record = self.budgets.settle(&self, tokens_in, tokens_out);
-        let charge = crate::journal::Charge {
-            model: record.model.clone(),
-            spend_micros: u64::try_from(record.spend).unwrap_or(0),
-            tokens_in,
-            tokens_out,
-        };
-        self.budgets.charger.charge_carried(record);
-        charge
+        self.budgets.settle(&self, tokens_in, tokens_out)
     }
 
     /// Charges the real usage from synchronous code (end of a stream); persisted by the charger

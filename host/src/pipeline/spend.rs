@@ -13,7 +13,7 @@ use crate::budget::{BudgetError, ChargeTo, Reservation, cost};
 use crate::domain::ModelConfig;
 use crate::metrics::Metrics;
 use crate::server::error::ApiError;
-use crate::store::{KeyId, TeamId};
+use crate::store::{KeyId, TeamId, UsageRecord};
 
 /// Completion tokens a chat request may produce at most: its `max_completion_tokens` or
 /// `max_tokens` (else the configured default), times `n`.
@@ -63,11 +63,24 @@ pub async fn reserve(
 /// layer waits for it beside the entry's append. Without a journal nothing waits: the charge is
 /// queued.
 pub fn settle_durable(call: &Call, reservation: Reservation, tokens_in: u64, tokens_out: u64) {
-    if call.app.budgets().charger().carries() {
-        call.audit
-            .carry(reservation.settle_carried(tokens_in, tokens_out));
+    ride_answer(call, reservation.settle_record(tokens_in, tokens_out));
+}
+
+/// Makes a settled charge durable with the answer: carried by the request's journal entry when
+/// charges ride the journal's fsync (`budget::Charger::carries`), else queued to the store with
+/// the journal layer waiting for its commit beside the entry's append. Chat's charges and the
+/// library's zero-spend usage rows (`pipeline::library::answer_usage`) alike.
+pub fn ride_answer(call: &Call, record: UsageRecord) {
+    let charger = call.app.budgets().charger();
+    if charger.carries() {
+        call.audit.carry(crate::journal::Charge {
+            model: record.model.clone(),
+            spend_micros: u64::try_from(record.spend).unwrap_or(0),
+            tokens_in: record.tokens_in,
+            tokens_out: record.tokens_out,
+        });
+        charger.charge_carried(record);
     } else {
-        call.audit
-            .reply_after(reservation.settle_then_wait(tokens_in, tokens_out));
+        call.audit.reply_after(charger.charge_then_wait(record));
     }
 }

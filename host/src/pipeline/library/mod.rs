@@ -244,25 +244,13 @@ pub async fn record_usage(call: &Call, model: &str, tokens: u64) {
 }
 
 /// [`record_usage`] on a request's path: the usage row is durable when the answer's charge
-/// would be (`pipeline::spend::settle_durable`) — carried by the request's journal entry when
+/// would be (`pipeline::spend::ride_answer`) — carried by the request's journal entry when
 /// charges ride the journal's fsync (a zero-spend charge), else committed while the journal
 /// layer waits beside the entry's append — not a commit and an fsync of its own before the
 /// answer.
 pub fn answer_usage(call: &Call, model: &str, tokens: u64) {
     count_usage(call, model, tokens);
-    let record = usage::row(work(call, model, tokens));
-    let charger = call.app.budgets().charger();
-    if charger.carries() {
-        call.audit.carry(crate::journal::Charge {
-            model: model.to_string(),
-            spend_micros: 0,
-            tokens_in: tokens,
-            tokens_out: 0,
-        });
-        charger.charge_carried(record);
-    } else {
-        call.audit.reply_after(charger.charge_then_wait(record));
-    }
+    crate::pipeline::spend::ride_answer(call, usage::row(work(call, model, tokens)));
 }
 
 /// The work in the journal entry and in the key's and team's tokens per day.
