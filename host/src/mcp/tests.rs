@@ -189,16 +189,9 @@ fn registrations_are_checked_and_never_show_secrets() {
 
 fn stdio(name: &str, command: &[&str]) -> RawMcpServer {
     RawMcpServer {
-        name: name.into(),
-        url: String::new(),
         command: command.iter().map(|s| s.to_string()).collect(),
         env: BTreeMap::from([("TOKEN".to_string(), "s3cret".to_string())]),
-        memory_mb: None,
-        cpu_seconds: None,
-        teams: vec!["a".into()],
-        tools: BTreeMap::new(),
-        bearer: None,
-        headers: BTreeMap::new(),
+        ..raw(name, "")
     }
 }
 

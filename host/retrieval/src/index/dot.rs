@@ -191,7 +191,7 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn the_avx2_kernel_is_the_one_taken_where_the_cpu_has_it() {
+    fn the_avx2_kernel_alone_matches_the_plain_sum() {
         if !std::arch::is_x86_feature_detected!("avx2") {
             return;
         }
