@@ -30,6 +30,7 @@ use crate::config::{
     DEFAULT_STDIO_CPU_SECONDS, DEFAULT_STDIO_MEMORY_MB, McpConfig, RawMcpServer, check_server_name,
     check_stdio,
 };
+use crate::upstream::client;
 pub use decide::{CallVerdict, DecideError, ResultVerdict, ToolCall, decide_call, decide_result};
 pub use failure::UpstreamError;
 pub use features::{Feature, RESOURCE_SEPARATOR, listed_uri};
@@ -137,7 +138,7 @@ pub struct Mcp {
     deadlines: Deadlines,
     allow_loopback: bool,
     max_servers: usize,
-    client: reqwest::Client,
+    client: client::HttpClient<crate::egress::GuardedResolver>,
     servers: RwLock<BTreeMap<String, Arc<Server>>>,
     /// Held while the stored servers and allowlists are read and put in place, so an older
     /// read never replaces a newer one.
@@ -152,31 +153,29 @@ pub struct Mcp {
 const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(4);
 
 impl Mcp {
-    /// The client every upstream shares (SSRF guard, outbound TLS, no redirects, keep-alive)
+    /// The client every upstream shares (SSRF guard, outbound TLS, keep-alive; hyper's, which
+    /// follows no redirect)
     /// and the servers the config file declares.
     pub fn new(config: &McpConfig) -> anyhow::Result<Mcp> {
-        let mut builder = reqwest::Client::builder();
-        if let Some(tls) = &config.tls {
-            let tls = tls.load().map_err(|e| anyhow::anyhow!("mcp: tls: {e}"))?;
-            builder = builder.tls_backend_preconfigured(tls);
-        }
-        let client = builder
-            .dns_resolver(crate::egress::GuardedResolver {
+        let tls = match &config.tls {
+            Some(tls) => tls.load().map_err(|e| anyhow::anyhow!("mcp: tls: {e}"))?,
+            // A host without a trust store still starts; its `https` servers fail to connect.
+            None => client::system_trust().or_else(|e| {
+                tracing::warn!(error = %e, "no system trust store: MCP servers over https need [mcp] tls");
+                client::no_trust()
+            })?,
+        };
+        let client = client::pooled(
+            crate::egress::GuardedResolver {
                 allow_loopback: config.allow_loopback,
-            })
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(config.list_timeout.min(std::time::Duration::from_secs(10)))
+            },
+            tls,
+            config.list_timeout.min(std::time::Duration::from_secs(10)),
             // Below the 5 s keep-alive of uvicorn (FastMCP) and Node: a connection the server is
             // about to close is not reused, so a call does not race the close and fail as
             // "unreachable" (seen as a rare test flake; docs/MCP.md).
-            .pool_idle_timeout(POOL_IDLE)
-            .tcp_nodelay(true)
-            .user_agent(concat!(
-                "sovereign-gateway/",
-                env!("CARGO_PKG_VERSION"),
-                " (mcp)"
-            ))
-            .build()?;
+            POOL_IDLE,
+        );
         let mcp = Mcp {
             deadlines: Deadlines {
                 call: config.call_timeout,
@@ -333,7 +332,10 @@ impl Mcp {
         } else {
             let url = crate::egress::check_url(&raw.url, self.allow_loopback)
                 .map_err(|e| invalid("url", e.to_string()))?;
-            Link::Http(streamable::HttpLink::new(url, auth, self.client.clone()))
+            Link::Http(Box::new(
+                streamable::HttpLink::new(&url, auth, self.client.clone())
+                    .map_err(|e| invalid("url", e.to_string()))?,
+            ))
         };
         let server = Arc::new(Server {
             name: raw.name.clone(),

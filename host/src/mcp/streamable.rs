@@ -1,19 +1,28 @@
 //! One upstream MCP server over Streamable HTTP, either era, negotiated once and pooled: a
 //! `server/discover` at 2026-07-28 first; anything but a modern answer (and not an outage) falls
 //! back to `initialize` at 2025-11-25, whose `Mcp-Session-Id` is kept and reused by every call
-//! (a 404 on it opens a new session once). Connections are reqwest's keep-alive pool, resolved
-//! through the SSRF guard; the gateway's credentials for the server (a bearer, headers) go on
-//! every request, the caller's never. Every request has a deadline and a size limit.
+//! (a 404 on it opens a new session once). Connections are hyper's keep-alive pool (the model
+//! upstreams' client, `upstream::client`), resolved through the SSRF guard; the gateway's
+//! credentials for the server (a bearer, headers) go on every request, the caller's never. Every
+//! request has a deadline and a size limit.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Incoming;
 use serde_json::{Value, json};
+
+use crate::egress::GuardedResolver;
+use crate::upstream::client::{ConnectTimedOut, HttpClient};
 
 use super::failure::UpstreamError;
 use super::wire::{self, Answer};
+
+const USER_AGENT: &str = concat!("sovereign-gateway/", env!("CARGO_PKG_VERSION"), " (mcp)");
 
 /// The era negotiated with the server.
 #[derive(Debug, Clone)]
@@ -26,10 +35,10 @@ enum Era {
 }
 
 pub struct HttpLink {
-    url: url::Url,
+    uri: Uri,
     /// The gateway's credentials for this server.
     auth: HeaderMap,
-    client: reqwest::Client,
+    client: HttpClient<GuardedResolver>,
     /// The era negotiated, read by every request without waiting on another.
     era: RwLock<Option<Arc<Era>>>,
     /// Held while the era is negotiated (one negotiation at a time).
@@ -38,15 +47,20 @@ pub struct HttpLink {
 }
 
 impl HttpLink {
-    pub fn new(url: url::Url, auth: HeaderMap, client: reqwest::Client) -> HttpLink {
-        HttpLink {
-            url,
+    /// Fails when `url` is no HTTP URI (a checked URL always is one).
+    pub fn new(
+        url: &url::Url,
+        auth: HeaderMap,
+        client: HttpClient<GuardedResolver>,
+    ) -> Result<HttpLink, http::uri::InvalidUri> {
+        Ok(HttpLink {
+            uri: url.as_str().parse()?,
             auth,
             client,
             era: RwLock::new(None),
             negotiating: tokio::sync::Mutex::new(()),
             ids: AtomicU64::new(1),
-        }
+        })
     }
 
     /// One request in the negotiated era; a legacy session the server forgot is opened again
@@ -163,6 +177,10 @@ impl HttpLink {
     fn headers(&self, era: &Era, method: &str, name: Option<&str>) -> HeaderMap {
         let mut h = self.auth.clone();
         h.insert(
+            http::header::USER_AGENT,
+            HeaderValue::from_static(USER_AGENT),
+        );
+        h.insert(
             http::header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
         );
@@ -206,19 +224,30 @@ impl HttpLink {
         deadline: Duration,
     ) -> Result<(), UpstreamError> {
         let body = json!({"jsonrpc": "2.0", "method": method});
-        let sent = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers(era, method, None))
-            .body(body.to_string())
-            .timeout(deadline)
-            .send()
+        let post = self.post(era, method, None, body.to_string());
+        let sent = tokio::time::timeout(deadline, post)
             .await
+            .map_err(|_| UpstreamError::Timeout(deadline.as_millis()))?
             .map_err(|e| failure(&e, deadline))?;
         if !sent.status().is_success() {
             return Err(UpstreamError::Status(sent.status().as_u16()));
         }
         Ok(())
+    }
+
+    /// The request, sent; its answer's head.
+    async fn post(
+        &self,
+        era: &Era,
+        method: &str,
+        name: Option<&str>,
+        body: String,
+    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+        let mut req = Request::new(Full::new(Bytes::from(body)));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers(era, method, name);
+        self.client.request(req).await
     }
 
     /// One request and its answer (and the session id the server gave, if any).
@@ -238,11 +267,7 @@ impl HttpLink {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let work = async {
             let mut resp = self
-                .client
-                .post(self.url.clone())
-                .headers(self.headers(era, method, name))
-                .body(body.to_string())
-                .send()
+                .post(era, method, name, body.to_string())
                 .await
                 .map_err(|e| failure(&e, deadline))?;
             let status = resp.status();
@@ -269,7 +294,10 @@ impl HttpLink {
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             let mut buf = Vec::new();
             let mut read = 0usize;
-            while let Some(chunk) = resp.chunk().await.map_err(|e| failure(&e, deadline))? {
+            while let Some(frame) = resp.body_mut().frame().await {
+                let Ok(chunk) = frame.map_err(|e| failure(&e, deadline))?.into_data() else {
+                    continue;
+                };
                 read += chunk.len();
                 if read > wire::MAX_ANSWER_BYTES {
                     return Err(UpstreamError::TooLarge(wire::MAX_ANSWER_BYTES));
@@ -320,12 +348,18 @@ fn settle(
     }
 }
 
-fn failure(e: &reqwest::Error, deadline: Duration) -> UpstreamError {
+/// What a transport error is to the caller: the guard's refusal, a connection not made in time,
+/// or (for anything else) "unreachable".
+fn failure(e: &(dyn std::error::Error + 'static), deadline: Duration) -> UpstreamError {
     if let Some(r) = crate::egress::refused_in(e) {
         return UpstreamError::Refused(r.to_string());
     }
-    if e.is_timeout() {
-        return UpstreamError::Timeout(deadline.as_millis());
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<ConnectTimedOut>() {
+            return UpstreamError::Timeout(deadline.as_millis());
+        }
+        cause = c.source();
     }
     // The caller is told only "unreachable"; the operator's log keeps the transport's cause.
     tracing::debug!(error = ?e, "MCP upstream unreachable");

@@ -242,3 +242,37 @@ fn stdio_servers_come_from_the_config_file_only() {
         );
     }
 }
+
+/// The SSRF guard is the upstream client's resolver: a name that resolves to loopback is refused
+/// when the connection is made (the URL itself passed), and a closed port is "unreachable".
+#[tokio::test]
+async fn the_guard_refuses_at_connection_time() {
+    let mcp = Mcp::new(&McpConfig::default()).unwrap();
+    mcp.register(raw("local", "http://localhost:9/mcp"), Source::Api)
+        .unwrap();
+    let local = mcp.servers.read().unwrap()["local"].clone();
+    let refused = local.call_tool("echo", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&refused, UpstreamError::Refused(why) if why.contains("loopback")),
+        "{refused:?}"
+    );
+
+    let open = Mcp::new(&McpConfig {
+        allow_loopback: true,
+        ..McpConfig::default()
+    })
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    open.register(
+        raw("gone", &format!("http://127.0.0.1:{port}/mcp")),
+        Source::Api,
+    )
+    .unwrap();
+    let gone = open.servers.read().unwrap()["gone"].clone();
+    let e = gone.call_tool("echo", json!({})).await.unwrap_err();
+    assert!(matches!(e, UpstreamError::Unreachable), "{e:?}");
+}

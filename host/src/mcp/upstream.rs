@@ -27,7 +27,7 @@ pub struct Deadlines {
 
 /// How the gateway reaches a server.
 pub enum Link {
-    Http(HttpLink),
+    Http(Box<HttpLink>),
     Stdio(StdioLink),
 }
 

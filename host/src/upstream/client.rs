@@ -3,8 +3,10 @@
 //! the two under the model's connect timeout together. Requests are built by hand in
 //! [`super::Upstreams::post`]: a higher level client (reqwest, used before) parsed the URL twice
 //! and ran a redirect layer on every call, ~7 % of an all-policies request's instructions
-//! (bench/README.md, "seventh step").
+//! (bench/README.md, "seventh step"). The MCP gateway's upstream calls use the same client
+//! with the SSRF guard as its resolver ([`pooled`]).
 
+use std::net::SocketAddr;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ use http_body_util::Full;
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::ClientConfig;
 use rustls_platform_verifier::BuilderVerifierExt;
@@ -22,7 +25,7 @@ use tower::Service;
 
 use crate::domain::ModelConfig;
 
-pub type HttpClient = Client<Connector, Full<Bytes>>;
+pub type HttpClient<R = GaiResolver> = Client<Connector<R>, Full<Bytes>>;
 
 /// Idle pooled connections are closed after this long.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -41,27 +44,51 @@ pub fn build(model: &ModelConfig, pools: usize) -> anyhow::Result<Vec<HttpClient
         // Never used: plain HTTP needs no trust store, and a host without one still starts.
         None => no_trust()?,
     };
-    let mut tcp = HttpConnector::new();
-    tcp.set_nodelay(true);
-    tcp.enforce_http(false);
-    // `http` and `https` both; the configuration's ALPN (`http/1.1`) is offered as it is.
-    let connector = Connector {
-        inner: HttpsConnector::from((tcp, tls)),
-        timeout: model.timeouts.connect,
-    };
     let mut builder = Client::builder(TokioExecutor::new());
     builder
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
         .pool_timer(TokioTimer::new());
+    let connector = connector(HttpConnector::new(), tls, model.timeouts.connect);
     Ok((0..pools.max(1))
         .map(|_| builder.build(connector.clone()))
         .collect())
 }
 
+/// One pooled client whose connections are resolved by `resolver`, made within `connect` (TCP
+/// and TLS) and closed after `idle` unused.
+pub fn pooled<R>(resolver: R, tls: ClientConfig, connect: Duration, idle: Duration) -> HttpClient<R>
+where
+    R: Service<Name> + Clone + Send + Sync + 'static,
+    R::Response: Iterator<Item = SocketAddr>,
+    R::Error: Into<BoxError>,
+    R::Future: Send,
+{
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(idle)
+        .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+        .pool_timer(TokioTimer::new())
+        .build(connector(
+            HttpConnector::new_with_resolver(resolver),
+            tls,
+            connect,
+        ))
+}
+
+/// TCP without Nagle, then TLS when the URI is `https`; the configuration's ALPN (`http/1.1`) is
+/// offered as it is.
+fn connector<R>(mut tcp: HttpConnector<R>, tls: ClientConfig, timeout: Duration) -> Connector<R> {
+    tcp.set_nodelay(true);
+    tcp.enforce_http(false);
+    Connector {
+        inner: HttpsConnector::from((tcp, tls)),
+        timeout,
+    }
+}
+
 /// `https` upstreams without a `tls` table: the system's trust store, TLS 1.3 and 1.2, ALPN
 /// `http/1.1` (as with a private CA).
-fn system_trust() -> anyhow::Result<ClientConfig> {
+pub fn system_trust() -> anyhow::Result<ClientConfig> {
     let mut config = ClientConfig::builder_with_provider(crate::tls::provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_platform_verifier()?
@@ -71,7 +98,7 @@ fn system_trust() -> anyhow::Result<ClientConfig> {
 }
 
 /// A configuration that trusts nothing, for `http` base URLs.
-fn no_trust() -> anyhow::Result<ClientConfig> {
+pub fn no_trust() -> anyhow::Result<ClientConfig> {
     Ok(ClientConfig::builder_with_provider(crate::tls::provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_root_certificates(rustls::RootCertStore::empty())
@@ -80,8 +107,8 @@ fn no_trust() -> anyhow::Result<ClientConfig> {
 
 /// TCP and TLS under one deadline, as the model's `connect_timeout_ms` promises.
 #[derive(Clone)]
-pub struct Connector {
-    inner: HttpsConnector<HttpConnector>,
+pub struct Connector<R = GaiResolver> {
+    inner: HttpsConnector<HttpConnector<R>>,
     timeout: Duration,
 }
 
@@ -92,7 +119,13 @@ pub struct ConnectTimedOut(Duration);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl Service<Uri> for Connector {
+impl<R> Service<Uri> for Connector<R>
+where
+    R: Service<Name> + Clone + Send + Sync + 'static,
+    R::Response: Iterator<Item = SocketAddr>,
+    R::Error: Into<BoxError>,
+    R::Future: Send,
+{
     type Response = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
     type Error = BoxError;
     type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;

@@ -3,7 +3,7 @@
 //! request, a total deadline for the whole exchange, and failures sorted into what the client
 //! should see (upstream 4xx passed on; 5xx and connection errors → 502; timeouts → 504).
 
-mod client;
+pub mod client;
 pub mod health;
 pub mod messages;
 mod sse;
