@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex};
 use memchr::memmem::Finder;
 use std::sync::mpsc::{Receiver, Sender};
 
-use super::ids::{Found, Ids, request_fingerprint, team_fingerprint};
+use super::ids::{Found, Ids, team_fingerprint};
 use super::levels::LevelWriter;
 use super::tree::leaf_hash;
 use super::{Shared, TlogError};
@@ -117,8 +117,7 @@ impl Follower {
                         fp
                     }
                 };
-                self.ids
-                    .add(request_fingerprint(&request), Found { seq, team })?;
+                self.ids.add(&request, Found { seq, team })?;
             }
             self.indexed = seq;
         }
