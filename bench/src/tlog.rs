@@ -9,6 +9,8 @@
 //!    and max per size, and the proof's size against 32·⌈log₂ n⌉ bytes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -62,20 +64,26 @@ async fn append_run(
     appenders: u64,
     entries: u64,
     transparency: bool,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<(f64, f64)> {
     let _ = std::fs::remove_dir_all(dir);
     let mut cfg = JournalConfig::new(dir.join("journal"), "bench", dir.join("signing.key"));
     cfg.durability = durability;
     cfg.transparency = transparency;
     let (journal, _) = Journal::open_async(cfg).await?;
     let per = entries / appenders;
+    let cpu_before = cpu_ticks()?;
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for t in 0..appenders {
-        let journal = journal.clone();
+    // Each append takes the next request number, as the gateway's ids are UUIDv7s taken when a
+    // request starts: the ids reach the journal nearly in order (`draft`).
+    let next = Arc::new(AtomicU64::new(0));
+    for _ in 0..appenders {
+        let (journal, next) = (journal.clone(), next.clone());
         tasks.push(tokio::spawn(async move {
-            for i in 0..per {
-                journal.append(draft(t * per + i)).await?;
+            for _ in 0..per {
+                journal
+                    .append(draft(next.fetch_add(1, Ordering::Relaxed)))
+                    .await?;
             }
             anyhow::Ok(())
         }));
@@ -86,14 +94,32 @@ async fn append_run(
     journal.flush().await?;
     let rate = (per * appenders) as f64 / start.elapsed().as_secs_f64();
     // Not timed: the follower finishes its backlog before the next run starts, so its work
-    // never lands in another run's time.
+    // never lands in another run's time (its CPU is counted).
     if let Ok(tlog) = journal.tlog() {
         tlog.reach(per * appenders).await?;
     }
+    let cpu_us = (cpu_ticks()? - cpu_before) as f64 * 1e6 / TICKS_PER_S / (per * appenders) as f64;
     journal.close().await?;
     let _ = std::fs::remove_dir_all(dir);
-    Ok(rate)
+    Ok((rate, cpu_us))
 }
+
+/// The process's CPU time so far (user and system, every thread), in clock ticks.
+fn cpu_ticks() -> anyhow::Result<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let field = |i: usize| -> anyhow::Result<u64> {
+        Ok(f.get(i)
+            .ok_or_else(|| anyhow::anyhow!("/proc/self/stat: short"))?
+            .parse()?)
+    };
+    Ok(field(11)? + field(12)?)
+}
+
+/// Clock ticks per second of `/proc/self/stat` (USER_HZ, 100 on Linux).
+const TICKS_PER_S: f64 = 100.0;
 
 async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
     let batched = Durability::Batched {
@@ -101,8 +127,8 @@ async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Valu
         max_entries: 4_096,
     };
     println!(
-        "{:<6} {:<8} {:>9} {:>14} {:>14} {:>8}",
-        "round", "mode", "appenders", "log on /s", "log off /s", "on/off"
+        "{:<6} {:<8} {:>9} {:>14} {:>14} {:>8} {:>20}",
+        "round", "mode", "appenders", "log on /s", "log off /s", "on/off", "CPU µs/entry on/off"
     );
     let mut out = Vec::new();
     for round in 0..args.rounds {
@@ -112,20 +138,25 @@ async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Valu
         ] {
             // The order alternates, so a disk or neighbour drifting does not favour one side.
             let first_on = round % 2 == 0;
-            let mut rates = [0.0; 2];
+            let (mut rates, mut cpu) = ([0.0; 2], [0.0; 2]);
             for on in [first_on, !first_on] {
-                let rate = append_run(&dir.join("append"), durability, appenders, args.appends, on)
-                    .await?;
+                let (rate, cpu_us) =
+                    append_run(&dir.join("append"), durability, appenders, args.appends, on)
+                        .await?;
                 rates[usize::from(!on)] = rate;
+                cpu[usize::from(!on)] = cpu_us;
             }
             println!(
-                "{round:<6} {mode:<8} {appenders:>9} {:>14.0} {:>14.0} {:>8.3}",
+                "{round:<6} {mode:<8} {appenders:>9} {:>14.0} {:>14.0} {:>8.3} {:>9.2} / {:<8.2}",
                 rates[0],
                 rates[1],
-                rates[0] / rates[1]
+                rates[0] / rates[1],
+                cpu[0],
+                cpu[1]
             );
             out.push(json!({"round": round, "mode": mode, "appenders": appenders,
-                "on_per_s": rates[0], "off_per_s": rates[1], "ratio": rates[0] / rates[1]}));
+                "on_per_s": rates[0], "off_per_s": rates[1], "ratio": rates[0] / rates[1],
+                "cpu_us_per_entry_on": cpu[0], "cpu_us_per_entry_off": cpu[1]}));
         }
     }
     Ok(out)
@@ -175,13 +206,15 @@ async fn proofs(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
     for size in sizes {
         // Grow the journal to `size` entries with 256 concurrent appenders.
         let mut tasks = Vec::new();
-        let per = (size - written).div_ceil(256);
-        for t in 0..256u64 {
-            let journal = journal.clone();
-            let from = written + t * per;
-            let to = (from + per).min(size);
+        let next = Arc::new(AtomicU64::new(written));
+        for _ in 0..256u64 {
+            let (journal, next) = (journal.clone(), next.clone());
             tasks.push(tokio::spawn(async move {
-                for i in from..to {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= size {
+                        break;
+                    }
                     journal.append(draft(i)).await?;
                 }
                 anyhow::Ok(())
