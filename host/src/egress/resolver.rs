@@ -22,7 +22,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl GuardedResolver {
     /// The addresses of `host` the guard allows.
-    async fn resolve(self, host: String) -> Result<Vec<SocketAddr>, BoxError> {
+    async fn allowed(self, host: String) -> Result<Vec<SocketAddr>, BoxError> {
         check_name(&host)?;
         let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
         let mut refused = None;
@@ -48,7 +48,7 @@ impl GuardedResolver {
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let found = GuardedResolver::resolve(*self, name.as_str().to_string());
+        let found = self.allowed(name.as_str().to_string());
         Box::pin(async move {
             let addrs: reqwest::dns::Addrs = Box::new(found.await?.into_iter());
             Ok(addrs)
@@ -66,7 +66,7 @@ impl tower::Service<Name> for GuardedResolver {
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        let found = GuardedResolver::resolve(*self, name.as_str().to_string());
+        let found = self.allowed(name.as_str().to_string());
         Box::pin(async move { Ok(found.await?.into_iter()) })
     }
 }
