@@ -44,11 +44,7 @@ pub fn build(model: &ModelConfig, pools: usize) -> anyhow::Result<Vec<HttpClient
         // Never used: plain HTTP needs no trust store, and a host without one still starts.
         None => no_trust()?,
     };
-    let mut builder = Client::builder(TokioExecutor::new());
-    builder
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-        .pool_timer(TokioTimer::new());
+    let builder = builder(POOL_IDLE_TIMEOUT);
     let connector = connector(HttpConnector::new(), tls, model.timeouts.connect);
     Ok((0..pools.max(1))
         .map(|_| builder.build(connector.clone()))
@@ -64,15 +60,21 @@ where
     R::Error: Into<BoxError>,
     R::Future: Send,
 {
-    Client::builder(TokioExecutor::new())
+    builder(idle).build(connector(
+        HttpConnector::new_with_resolver(resolver),
+        tls,
+        connect,
+    ))
+}
+
+/// A pool that keeps up to [`POOL_MAX_IDLE_PER_HOST`] idle connections, each for `idle`.
+fn builder(idle: Duration) -> hyper_util::client::legacy::Builder {
+    let mut builder = Client::builder(TokioExecutor::new());
+    builder
         .pool_idle_timeout(idle)
         .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-        .pool_timer(TokioTimer::new())
-        .build(connector(
-            HttpConnector::new_with_resolver(resolver),
-            tls,
-            connect,
-        ))
+        .pool_timer(TokioTimer::new());
+    builder
 }
 
 /// TCP without Nagle, then TLS when the URI is `https`; the configuration's ALPN (`http/1.1`) is
