@@ -90,25 +90,15 @@ impl Recent {
     /// Records `found` for `fp` (a later seq for the same fingerprint replaces the earlier);
     /// `ordered`: `fp` is a UUIDv7 (a hash goes to the map).
     fn insert(&mut self, fp: u128, ordered: bool, found: Found) {
-        let ahead = |last: u128| (fp >> 80) > (last >> 80) + AHEAD_MS;
-        match self.sorted.last() {
-            _ if !ordered => {
-                self.scattered.insert(fp, found);
-                return;
-            }
-            Some((last, _)) if fp > *last && ahead(*last) => {
-                self.scattered.insert(fp, found);
-                return;
-            }
-            None => {
-                self.sorted.push((fp, found));
-                return;
-            }
-            Some((last, _)) if fp > *last => {
-                self.sorted.push((fp, found));
-                return;
-            }
-            Some(_) => {}
+        let last = self.sorted.last().map(|(f, _)| *f);
+        let ahead = |last: u128| fp > last && (fp >> 80) > (last >> 80) + AHEAD_MS;
+        if !ordered || last.is_some_and(ahead) {
+            self.scattered.insert(fp, found);
+            return;
+        }
+        if last.is_none_or(|last| fp > last) {
+            self.sorted.push((fp, found));
+            return;
         }
         let from = self.sorted.len().saturating_sub(NEAR_END);
         if from > 0 && fp < self.sorted[from].0 {
