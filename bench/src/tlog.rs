@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use sovereign::journal::{Durability, Journal, JournalConfig};
 
 use crate::journal::draft;
+use crate::servers;
 
 #[derive(clap::Args, Debug)]
 pub struct TlogArgs {
@@ -71,7 +72,7 @@ async fn append_run(
     cfg.transparency = transparency;
     let (journal, _) = Journal::open_async(cfg).await?;
     let per = entries / appenders;
-    let cpu_before = cpu_ticks()?;
+    let cpu_before = own_cpu_time()?;
     let start = Instant::now();
     let mut tasks = Vec::new();
     // Each append takes the next request number, as the gateway's ids are UUIDv7s taken when a
@@ -98,28 +99,17 @@ async fn append_run(
     if let Ok(tlog) = journal.tlog() {
         tlog.reach(per * appenders).await?;
     }
-    let cpu_us = (cpu_ticks()? - cpu_before) as f64 * 1e6 / TICKS_PER_S / (per * appenders) as f64;
+    let cpu_us = (own_cpu_time()? - cpu_before).as_secs_f64() * 1e6 / (per * appenders) as f64;
     journal.close().await?;
     let _ = std::fs::remove_dir_all(dir);
     Ok((rate, cpu_us))
 }
 
-/// The process's CPU time so far (user and system, every thread), in clock ticks.
-fn cpu_ticks() -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let field = |i: usize| -> anyhow::Result<u64> {
-        Ok(f.get(i)
-            .ok_or_else(|| anyhow::anyhow!("/proc/self/stat: short"))?
-            .parse()?)
-    };
-    Ok(field(11)? + field(12)?)
+/// This process's CPU time so far (user and system, every thread: the follower's too).
+fn own_cpu_time() -> anyhow::Result<Duration> {
+    servers::cpu_time(std::process::id())
+        .ok_or_else(|| anyhow::anyhow!("no CPU time in /proc/self/stat"))
 }
-
-/// Clock ticks per second of `/proc/self/stat` (USER_HZ, 100 on Linux).
-const TICKS_PER_S: f64 = 100.0;
 
 async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
     let batched = Durability::Batched {
