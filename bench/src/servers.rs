@@ -190,6 +190,20 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     stat_ticks(&format!("/proc/{pid}/stat"), 14)
 }
 
+/// CPU time (user + system) this process's running threads named `name` have used so far, as
+/// [`cpu_time`] counts it; `None` when no such thread runs.
+pub fn thread_cpu_time(name: &str) -> Option<Duration> {
+    let mut total = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let path = task.path();
+        if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim_end() == name) {
+            let used = stat_ticks(&path.join("stat").to_string_lossy(), 14)?;
+            total = Some(total.unwrap_or(Duration::ZERO) + used);
+        }
+    }
+    total
+}
+
 /// CPU time (user + system) of this process's children that have exited and been waited for,
 /// as [`cpu_time`] counts it.
 pub fn waited_children_cpu_time() -> Option<Duration> {

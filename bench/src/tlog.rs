@@ -3,7 +3,8 @@
 //!
 //! 1. Appends per second with the log on and off, alternating, each round: durable mode with
 //!    1,024 appenders and batched mode (5 ms) with 256 — the journal benchmark's two group-commit
-//!    runs. The log's follower thread is the only difference.
+//!    runs. The log's follower thread is the only difference. With each, the CPU µs per entry of
+//!    the process, of the journal's writer thread (on and off) and of the follower.
 //! 2. Proofs as the endpoint computes them (request id → leaf, then the inclusion path from the
 //!    level files) in trees of growing size up to `--entries`, and consistency proofs; p50, p99
 //!    and max per size, and the proof's size against 32·⌈log₂ n⌉ bytes.
@@ -65,7 +66,7 @@ async fn append_run(
     appenders: u64,
     entries: u64,
     transparency: bool,
-) -> anyhow::Result<(f64, f64)> {
+) -> anyhow::Result<Run> {
     let _ = std::fs::remove_dir_all(dir);
     let mut cfg = JournalConfig::new(dir.join("journal"), "bench", dir.join("signing.key"));
     cfg.durability = durability;
@@ -99,10 +100,40 @@ async fn append_run(
     if let Ok(tlog) = journal.tlog() {
         tlog.reach(per * appenders).await?;
     }
-    let cpu_us = (own_cpu_time()? - cpu_before).as_secs_f64() * 1e6 / (per * appenders) as f64;
+    let per_entry = |d: Duration| d.as_secs_f64() * 1e6 / (per * appenders) as f64;
+    // The writer's and the follower's threads live as long as this journal: all they used.
+    let thread = |name: &str| {
+        servers::thread_cpu_time(name)
+            .map(per_entry)
+            .ok_or_else(|| anyhow::anyhow!("no thread {name} in /proc/self/task"))
+    };
+    let run = Run {
+        rate,
+        cpu_us: per_entry(own_cpu_time()? - cpu_before),
+        writer_us: thread(WRITER_THREAD)?,
+        follower_us: if transparency {
+            thread(FOLLOWER_THREAD)?
+        } else {
+            0.0
+        },
+    };
     journal.close().await?;
     let _ = std::fs::remove_dir_all(dir);
-    Ok((rate, cpu_us))
+    Ok(run)
+}
+
+/// The journal's writer and the log's follower threads (`journal-<sovereign_id>`,
+/// `tlog-<sovereign_id>`).
+const WRITER_THREAD: &str = "journal-bench";
+const FOLLOWER_THREAD: &str = "tlog-bench";
+
+/// One append run: appends/s, and CPU µs per entry of the process, the writer and the follower.
+#[derive(Default, Clone, Copy)]
+struct Run {
+    rate: f64,
+    cpu_us: f64,
+    writer_us: f64,
+    follower_us: f64,
 }
 
 /// This process's CPU time so far (user and system, every thread: the follower's too).
@@ -117,8 +148,16 @@ async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Valu
         max_entries: 4_096,
     };
     println!(
-        "{:<6} {:<8} {:>9} {:>14} {:>14} {:>8} {:>20}",
-        "round", "mode", "appenders", "log on /s", "log off /s", "on/off", "CPU µs/entry on/off"
+        "{:<6} {:<8} {:>9} {:>12} {:>12} {:>7} {:>20} {:>16} {:>9}",
+        "round",
+        "mode",
+        "appenders",
+        "log on /s",
+        "log off /s",
+        "on/off",
+        "CPU µs/entry on/off",
+        "writer on/off",
+        "follower"
     );
     let mut out = Vec::new();
     for round in 0..args.rounds {
@@ -128,25 +167,29 @@ async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Valu
         ] {
             // The order alternates, so a disk or neighbour drifting does not favour one side.
             let first_on = round % 2 == 0;
-            let (mut rates, mut cpu) = ([0.0; 2], [0.0; 2]);
+            let mut runs = [Run::default(); 2];
             for on in [first_on, !first_on] {
-                let (rate, cpu_us) =
+                runs[usize::from(!on)] =
                     append_run(&dir.join("append"), durability, appenders, args.appends, on)
                         .await?;
-                rates[usize::from(!on)] = rate;
-                cpu[usize::from(!on)] = cpu_us;
             }
+            let [on, off] = runs;
             println!(
-                "{round:<6} {mode:<8} {appenders:>9} {:>14.0} {:>14.0} {:>8.3} {:>9.2} / {:<8.2}",
-                rates[0],
-                rates[1],
-                rates[0] / rates[1],
-                cpu[0],
-                cpu[1]
+                "{round:<6} {mode:<8} {appenders:>9} {:>12.0} {:>12.0} {:>7.3} {:>9.2} / {:<8.2} {:>7.2} / {:<6.2} {:>9.2}",
+                on.rate,
+                off.rate,
+                on.rate / off.rate,
+                on.cpu_us,
+                off.cpu_us,
+                on.writer_us,
+                off.writer_us,
+                on.follower_us
             );
             out.push(json!({"round": round, "mode": mode, "appenders": appenders,
-                "on_per_s": rates[0], "off_per_s": rates[1], "ratio": rates[0] / rates[1],
-                "cpu_us_per_entry_on": cpu[0], "cpu_us_per_entry_off": cpu[1]}));
+                "on_per_s": on.rate, "off_per_s": off.rate, "ratio": on.rate / off.rate,
+                "cpu_us_per_entry_on": on.cpu_us, "cpu_us_per_entry_off": off.cpu_us,
+                "writer_us_per_entry_on": on.writer_us, "writer_us_per_entry_off": off.writer_us,
+                "follower_us_per_entry": on.follower_us}));
         }
     }
     Ok(out)
