@@ -189,7 +189,7 @@ fn real_main() -> anyhow::Result<()> {
         return peers::run(peers);
     }
     if let Some(Mode::Tlog(tlog)) = &args.mode {
-        return tlog::run(tlog);
+        return tlog::run(tlog, &args.bin);
     }
     if args.rate.is_nan()
         || args.rate <= 0.0

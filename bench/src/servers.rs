@@ -30,6 +30,19 @@ impl Server {
         log: PathBuf,
         rust_log: &str,
     ) -> anyhow::Result<Server> {
+        Server::start_within(name, bin, args, log, rust_log, START_DEADLINE)
+    }
+
+    /// [`Server::start`], waiting up to `within` for it to listen (a gateway verifying a large
+    /// journal at open takes longer).
+    pub fn start_within(
+        name: &'static str,
+        bin: &Path,
+        args: &[&str],
+        log: PathBuf,
+        rust_log: &str,
+        within: Duration,
+    ) -> anyhow::Result<Server> {
         let stderr = std::fs::File::create(&log)
             .with_context(|| format!("creating log file {}", log.display()))?;
         let mut child = Command::new(bin)
@@ -59,7 +72,7 @@ impl Server {
             log,
             child,
         };
-        let deadline = std::time::Instant::now() + START_DEADLINE;
+        let deadline = std::time::Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match rx.recv_timeout(left) {
@@ -71,7 +84,7 @@ impl Server {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     bail!(
-                        "{name} did not print `listening on` within {START_DEADLINE:?}; see {}",
+                        "{name} did not print `listening on` within {within:?}; see {}",
                         server.log.display()
                     )
                 }

@@ -8,6 +8,8 @@
 //! 2. Proofs as the endpoint computes them (request id → leaf, then the inclusion path from the
 //!    level files) in trees of growing size up to `--entries`, and consistency proofs; p50, p99
 //!    and max per size, and the proof's size against 32·⌈log₂ n⌉ bytes.
+//! 3. The largest journal served by the real gateway (`--bin`): the time it takes to open it, and
+//!    proofs over HTTP against `GET /v1/models` (`--served`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,9 +40,13 @@ pub struct TlogArgs {
     /// Where the journals are written (removed afterwards).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Proofs timed through the gateway binary (`--bin`) on the largest journal, for each of
+    /// its journal's durability modes (0: not started).
+    #[arg(long, default_value_t = 5_000)]
+    served: u64,
 }
 
-pub fn run(args: &TlogArgs) -> anyhow::Result<()> {
+pub fn run(args: &TlogArgs, bin: &Path) -> anyhow::Result<()> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("sovereign-bench-tlog-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -48,15 +54,17 @@ pub fn run(args: &TlogArgs) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let result = rt
-        .block_on(compare_appends(&dir, args))
-        .and_then(|appends| Ok((appends, rt.block_on(proofs(&dir, args))?)));
+    let result = (|| {
+        let appends = rt.block_on(compare_appends(&dir, args))?;
+        let proofs = rt.block_on(proofs(&dir, args))?;
+        let served = match args.served {
+            0 => Vec::new(),
+            _ => rt.block_on(served(bin, &dir.join("proofs"), args))?,
+        };
+        anyhow::Ok(json!({"appends": appends, "proofs": proofs, "served": served}))
+    })();
     let _ = std::fs::remove_dir_all(&dir);
-    let (appends, proofs) = result?;
-    println!(
-        "{}",
-        serde_json::to_string(&json!({"appends": appends, "proofs": proofs}))?
-    );
+    println!("{}", serde_json::to_string(&result?)?);
     Ok(())
 }
 
@@ -315,4 +323,119 @@ async fn proofs(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
     );
     out.push(json!({"entries": written, "tlog_bytes": tree_bytes}));
     Ok(out)
+}
+
+/// The journal `proofs` left in `jdir` (chain `bench`, its log) served by the real gateway,
+/// once with its journal durable (the default: each request's own entry is fsynced before the
+/// answer) and once batched: one keep-alive connection, requests one at a time, a proof of a
+/// random entry's inclusion, a consistency proof and `GET /v1/models` in turn — the models
+/// listing is the same authenticated, journaled request without a proof, so the difference is
+/// what the proof costs served.
+async fn served(bin: &Path, jdir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
+    servers::require_bin(bin)?;
+    let (secret, hash) = servers::keygen(bin)?;
+    let size = args.entries;
+    let base = servers::gateway_config("http://127.0.0.1:9", &hash, None);
+    let text = base
+        .replace("sovereign_id = \"bench-gw-1\"", "sovereign_id = \"bench\"")
+        .replace("role = \"member\"", "role = \"admin\"");
+    anyhow::ensure!(
+        text.contains("sovereign_id = \"bench\"") && text.contains("role = \"admin\""),
+        "the bench config's id or key moved (servers::gateway_config)"
+    );
+    println!(
+        "served by {} (one connection, one request at a time, {} of each kind, {size} entries)",
+        bin.display(),
+        args.served
+    );
+    println!(
+        "{:<8} {:>7} {:>22} {:>22} {:>22}",
+        "journal", "open s", "models p50/p99/max", "proof p50/p99/max", "consistency p50/p99/max"
+    );
+    let mut out = Vec::new();
+    for mode in ["durable", "batched"] {
+        let config = jdir.join(format!("gateway-{mode}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "data_dir = \"data-{mode}\"\n{text}\n[journal]\ndir = \"journal\"\n\
+                 signing_key = \"signing.key\"\ndurability = \"{mode}\"\n"
+            ),
+        )?;
+        let started = Instant::now();
+        // Opening verifies the whole chain first.
+        let gw = servers::Server::start_within(
+            "gateway",
+            bin,
+            &["serve", "--config", &config.display().to_string()],
+            jdir.join(format!("gateway-{mode}.log")),
+            "warn",
+            Duration::from_secs(600),
+        )?;
+        let open_s = started.elapsed().as_secs_f64();
+        let client = crate::load::client(1)?;
+        let auth = format!("Bearer {secret}");
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut hist = [
+            Histogram::<u64>::new(3)?,
+            Histogram::<u64>::new(3)?,
+            Histogram::<u64>::new(3)?,
+        ];
+        let warmup = (args.served / 10).max(10);
+        for k in 0..warmup + args.served {
+            let paths = [
+                "/v1/models".to_string(),
+                format!(
+                    "/v1/activity/proof?request_id={}",
+                    draft(next(size)).request_id
+                ),
+                format!("/v1/activity/consistency?from={}&to={size}", 1 + next(size)),
+            ];
+            for (h, path) in hist.iter_mut().zip(paths) {
+                let took = get(&client, &format!("{}{path}", gw.url), &auth).await?;
+                if k >= warmup {
+                    h.record(took.as_nanos() as u64)?;
+                }
+            }
+        }
+        let q = hist.each_ref().map(quantiles);
+        let cell = |(p50, p99, max): (f64, f64, f64)| format!("{p50:.0}/{p99:.0}/{max:.0} µs");
+        println!(
+            "{mode:<8} {open_s:>7.1} {:>22} {:>22} {:>22}",
+            cell(q[0]),
+            cell(q[1]),
+            cell(q[2])
+        );
+        out.push(json!({"journal": mode, "leaves": size, "open_s": open_s,
+            "models_p50_us": q[0].0, "models_p99_us": q[0].1,
+            "proof_p50_us": q[1].0, "proof_p99_us": q[1].1, "proof_max_us": q[1].2,
+            "consistency_p50_us": q[2].0, "consistency_p99_us": q[2].1}));
+        drop(gw);
+    }
+    Ok(out)
+}
+
+/// One authenticated GET to the end of its body, which must be a 200; how long it took.
+async fn get(client: &crate::load::HttpClient, url: &str, auth: &str) -> anyhow::Result<Duration> {
+    use http_body_util::BodyExt as _;
+    let req = hyper::Request::get(url)
+        .header("authorization", auth)
+        .body(http_body_util::Full::new(bytes::Bytes::new()))?;
+    let t0 = Instant::now();
+    let resp = client.request(req).await?;
+    let status = resp.status();
+    let body = resp.into_body().collect().await?.to_bytes();
+    let took = t0.elapsed();
+    anyhow::ensure!(
+        status == hyper::StatusCode::OK,
+        "GET {url}: {status}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    Ok(took)
 }
