@@ -47,6 +47,9 @@ pub struct TlogArgs {
 }
 
 pub fn run(args: &TlogArgs, bin: &Path) -> anyhow::Result<()> {
+    if args.served > 0 {
+        servers::require_bin(bin)?; // before minutes of appends, not after
+    }
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("sovereign-bench-tlog-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -332,7 +335,6 @@ async fn proofs(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
 /// listing is the same authenticated, journaled request without a proof, so the difference is
 /// what the proof costs served.
 async fn served(bin: &Path, jdir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
-    servers::require_bin(bin)?;
     let (secret, hash) = servers::keygen(bin)?;
     let size = args.entries;
     let base = servers::gateway_config("http://127.0.0.1:9", &hash, None);
