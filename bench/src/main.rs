@@ -38,6 +38,11 @@ use servers::Server;
 const GOAL_P50_MS: f64 = 0.2;
 const GOAL_P99_MS: f64 = 1.0;
 
+/// The gateway's allocator (`host/src/main.rs`): the journal, its log and the servers' code run
+/// in this process (`tlog`, `--journal-compare`'s appends) as they do in the gateway.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sovereign-bench",
