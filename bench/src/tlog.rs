@@ -206,6 +206,17 @@ async fn compare_appends(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Valu
     Ok(out)
 }
 
+/// Pseudo-random numbers below the `n` of each call (xorshift64 from `seed`): every run asks for
+/// the same entries.
+fn picker(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
 fn quantiles(h: &Histogram<u64>) -> (f64, f64, f64) {
     let us = |v: u64| v as f64 / 1_000.0;
     (
@@ -276,13 +287,7 @@ async fn proofs(dir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<Value>> {
             let mut incl = Histogram::<u64>::new(3)?;
             let mut cons = Histogram::<u64>::new(3)?;
             let mut longest = 0usize;
-            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-            let mut next = |n: u64| {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng % n
-            };
+            let mut next = picker(0x9e37_79b9_7f4a_7c15);
             for _ in 0..proofs {
                 // The entry of request i is seq i + 1 only when appended in order; the index
                 // says where it really is, as the endpoint asks it.
@@ -377,13 +382,7 @@ async fn served(bin: &Path, jdir: &Path, args: &TlogArgs) -> anyhow::Result<Vec<
         let open_s = started.elapsed().as_secs_f64();
         let client = crate::load::client(1)?;
         let auth = format!("Bearer {secret}");
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut next = picker(0x2545_f491_4f6c_dd1d);
         let mut hist = [
             Histogram::<u64>::new(3)?,
             Histogram::<u64>::new(3)?,
