@@ -40,6 +40,10 @@ const DEFAULT_PAGE: usize = 100;
 /// Most entries in one `jsonl`/`csv` export, read and sent a chunk at a time.
 pub const MAX_EXPORT: usize = 1_000_000;
 const EXPORT_CHUNK: usize = 1_000;
+/// Longest a walk's first page waits for its own bound on replicas ([`Cursor::start`]'s 1 ms
+/// and a clock tick).
+const FIRST_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Most lines one read looks at before it returns what it has and where to continue.
 const SCAN_BUDGET: u64 = 100_000;
 
@@ -120,6 +124,26 @@ pub async fn logs(
     } = parse(request, |descending| {
         Cursor::start(&app, shared, descending)
     })?;
+    if let Cursor::After { last: None, before } = &cursor
+        && let Some(bound) = parse_iso8601(before)
+    {
+        // A walk's first page on replicas: its bound is a time to the millisecond, and this
+        // request's own entry, stamped when it ends, must not fall under it (docs/OPERATIONS.md,
+        // "Walking the journal"). Only the bound `Cursor::start` just made is waited for (a
+        // client's cursor may name any time), and only a few ticks (a clock stepped back).
+        let now = std::time::SystemTime::now;
+        if bound
+            .duration_since(now())
+            .is_ok_and(|left| left <= FIRST_PAGE_WAIT)
+        {
+            for _ in 0..3 {
+                match bound.duration_since(now()) {
+                    Ok(left) => tokio::time::sleep(left.min(FIRST_PAGE_WAIT)).await,
+                    Err(_) => break,
+                }
+            }
+        }
+    }
     if let Some(team) = own_team {
         match &filter.team_id {
             Some(asked) if *asked != team => {
